@@ -1,0 +1,48 @@
+"""The core must stay usable headless: importing every tui.core module loads no UI library."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import tui.core
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def core_modules() -> list[str]:
+    mods = ["tui.core"]
+    for info in pkgutil.walk_packages(tui.core.__path__, "tui.core."):
+        if info.name.endswith("__main__"):
+            continue
+        mods.append(info.name)
+    return mods
+
+
+def test_core_imports_no_textual_or_rich():
+    mods = core_modules()
+    assert len(mods) > 5, mods
+    # httpx imports rich for its own CLI when rich is installed; that is not the core's doing,
+    # so UI modules already loaded by third-party imports are the baseline.
+    code = (
+        "import importlib, sys\n"
+        "import httpx\n"
+        "base = set(sys.modules)\n"
+        f"for m in {mods!r}:\n"
+        "    importlib.import_module(m)\n"
+        "bad = sorted(n for n in set(sys.modules) - base if n.split('.')[0] in ('textual', 'rich', 'widgets', 'themes', 'textual_plotext'))\n"
+        "bad += sorted(n for n in set(sys.modules) - base if n in ('tui.app', 'tui.cli', 'tui.launch') or n.startswith('tui.screens'))\n"
+        "print('\\n'.join(bad))\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, f"core pulled in UI modules:\n{r.stdout}\n{r.stderr}"
+
+
+def test_import_linter_contract_holds():
+    exe = Path(sys.executable).with_name("lint-imports")
+    r = subprocess.run([str(exe)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "core is UI-free KEPT" in r.stdout

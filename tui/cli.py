@@ -1,0 +1,103 @@
+"""kvwatch command line: live modes (demo, --url, Kubernetes, Prometheus) and subcommands.
+
+Live options are shared by the top level and `demo`; other subcommands live in
+tui/commands/<name>.py and register themselves (`register(subparsers)`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# Subcommand modules; each exposes register(subparsers) and sets `func` on its parser.
+COMMANDS = [
+    "tui.commands.demo",
+    "tui.commands.diagnose",
+    "tui.commands.audit",
+    "tui.commands.gpu",
+    "tui.commands.replay",
+    "tui.commands.config",
+]
+
+EPILOG = """\
+examples:
+  kvwatch demo --scenario long-prompts             simulated fleet, a game-day exercise
+  kvwatch --url http://10.0.0.5:8000               watch vLLM servers given directly
+  kvwatch demo --json --duration 30                headless: one JSON object per refresh
+  kvwatch diagnose --input incident.jsonl.gz       verdict timeline of a recorded incident
+"""
+
+
+def live_options() -> argparse.ArgumentParser:
+    """Options every live mode takes (a parent parser, so `demo` and the top level share them)."""
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("live view")
+    g.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
+    g.add_argument("--json", action="store_true", help="headless: print one JSON object per refresh")
+    g.add_argument("--duration", type=float, default=None, help="with --json: stop after this many seconds")
+    g.add_argument("--readonly", action="store_true", help="never send a mutating request; hide mitigation keys")
+    g.add_argument("--theme", default=None, help="colour theme (see `kvwatch config show`)")
+    g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (TERM=linux consoles)")
+    g.add_argument("--record", metavar="FILE", default=None,
+                   help="append every scrape to FILE (JSON lines, gzip if FILE ends in .gz)")
+    g.add_argument("--screenshot-dir", default=".", help="where ctrl+s writes SVG screenshots")
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    live = live_options()
+    parser = argparse.ArgumentParser(
+        prog="kvwatch",
+        description="Terminal dashboard for vLLM fleets: spot KV-cache pressure and mitigate it.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[live],
+    )
+    src = parser.add_argument_group("sources")
+    src.add_argument("--url", action="append", default=[], metavar="URL",
+                     help="a vLLM server (http://HOST:PORT, /metrics implied); repeat for several")
+    src.add_argument("--gpu-url", action="append", default=[], metavar="URL",
+                     help="a DCGM exporter page for the --url of the same position (optional)")
+    src.add_argument("--timeout", type=float, default=2.0, help="per-scrape timeout in seconds")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for mod_name in COMMANDS:
+        try:
+            mod = importlib.import_module(mod_name)
+        except ModuleNotFoundError as e:
+            if e.name == mod_name:
+                continue  # a subcommand not shipped in this build
+            raise
+        if mod.register.__code__.co_argcount >= 2:
+            mod.register(sub, live)
+        else:
+            mod.register(sub)
+    parser.set_defaults(func=run_live)
+    return parser
+
+
+def run_live(args: argparse.Namespace) -> int:
+    from .launch import direct_source, run
+
+    if not args.url:
+        print(
+            "kvwatch: nothing to watch. Give --url http://HOST:PORT (repeatable), "
+            "or try the simulated fleet: kvwatch demo",
+            file=sys.stderr,
+        )
+        return 2
+    return run(args, direct_source(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

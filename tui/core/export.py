@@ -1,0 +1,38 @@
+"""FleetState as plain JSON-able data (the `--json` mode's line format)."""
+
+from __future__ import annotations
+
+import math
+
+from .model import FleetState, ReplicaView
+
+
+def _num(v):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return None
+    return round(v, 6) if isinstance(v, float) else v
+
+
+def replica_json(r: ReplicaView) -> dict:
+    m = r.metrics
+    return {
+        "name": r.name,
+        "verdict": r.verdict,
+        "evidence": [e.as_dict() for e in r.finding.evidence],
+        "since": _num(r.finding.since),
+        "kv_usage": _num(m.kv_usage),
+        "waiting": _num(m.waiting),
+        "running": _num(m.running),
+        "preemptions_per_s": _num(m.preemptions_per_s),
+        "gpu_memory_pct": _num(m.gpu_memory_pct),
+        "gpu_util_pct": _num(m.gpu_util_pct),
+        "ttft_p95_s": _num(m.ttft_p95_s),
+        "state": r.state,
+        "error": r.error,
+        "group": r.group,
+        "missing": list(r.finding.missing),
+    }
+
+
+def fleet_json(state: FleetState) -> dict:
+    return {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r) for r in state.replicas]}

@@ -1,0 +1,34 @@
+"""`--json` mode: the same Monitor as the screen, one JSON object per refresh on stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from typing import TextIO
+
+from .export import fleet_json
+from .monitor import Monitor
+
+
+async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO = sys.stdout) -> int:
+    src = monitor.source
+    await src.start()
+    end = None if duration is None else time.monotonic() + duration
+    try:
+        while True:
+            t0 = time.monotonic()
+            try:
+                state = await monitor.refresh()
+            except Exception as e:  # whole-source failure: report it as data and keep trying
+                out.write(json.dumps({"ts": time.time(), "error": f"{type(e).__name__}: {e}", "replicas": []}) + "\n")
+            else:
+                out.write(json.dumps(fleet_json(state)) + "\n")
+            out.flush()
+            if end is not None and time.monotonic() + interval > end + 0.01:
+                break
+            await asyncio.sleep(max(0.0, interval - (time.monotonic() - t0)))
+    finally:
+        await src.close()
+    return 0

@@ -1,0 +1,182 @@
+"""Per-replica bounded history and the numbers derived from it (rates, quantiles, batch p95).
+
+Counters become rates over a short window with reset handling; histograms become quantiles of
+the observations inside the window (delta of cumulative buckets), as Prometheus'
+rate()+histogram_quantile() would compute them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable
+
+from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape
+
+# Sparkline series kept per replica, in the order the fleet screen draws them.
+SERIES = ("kv_usage", "waiting", "preemptions_per_s", "gpu_memory_pct", "gpu_util_pct", "running", "ttft_p95_s")
+
+
+@dataclass(frozen=True, slots=True)
+class Windows:
+    rate_s: float = 30.0  # counters -> rates over this many (source) seconds
+    quantile_s: float = 60.0  # histogram quantiles over this window
+    stale_s: float = 15.0  # failed scrapes for longer than this: down
+
+
+def counter_delta(values: Iterable[float | None]) -> float | None:
+    """Increase of a counter over consecutive samples, tolerating resets (restart -> from 0)."""
+    total, prev, seen = 0.0, None, False
+    for v in values:
+        if v is None:
+            continue
+        if prev is not None:
+            total += v - prev if v >= prev else v  # reset: the new value is all since restart
+            seen = True
+        prev = v
+    return total if seen else None
+
+
+class ReplicaHistory:
+    """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
+
+    __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error")
+
+    def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
+        self.name = name
+        self.scrapes: deque[Scrape] = deque(maxlen=maxlen)  # successful scrapes only
+        self.points: deque[tuple[float, ReplicaMetrics]] = deque(maxlen=maxlen)
+        self.windows = windows or Windows()
+        self.last_ok: Scrape | None = None
+        self.first_error_ts: float | None = None  # start of the current run of failures
+        self.last_error: Scrape | None = None
+
+    # -- ingest -----------------------------------------------------------------
+    def add(self, scrape: Scrape) -> None:
+        if scrape.ok:
+            self.scrapes.append(scrape)
+            self.last_ok = scrape
+            self.first_error_ts = None
+            self.last_error = None
+            self.points.append((scrape.ts, self._derive(scrape)))
+        else:
+            if self.first_error_ts is None:
+                self.first_error_ts = scrape.ts
+            self.last_error = scrape
+
+    # -- state ------------------------------------------------------------------
+    def state(self, now: float) -> str:
+        if self.last_error is None:
+            return OK if self.last_ok is not None else DOWN
+        if self.last_ok is None or now - self.first_error_ts >= self.windows.stale_s:
+            return DOWN
+        return STALE
+
+    @property
+    def latest(self) -> ReplicaMetrics:
+        return self.points[-1][1] if self.points else ReplicaMetrics()
+
+    def series(self, name: str, n: int) -> tuple[float | None, ...]:
+        pts = list(self.points)[-n:]
+        return tuple(getattr(m, name) for _, m in pts)
+
+    def window(self, seconds: float) -> list[Scrape]:
+        if not self.scrapes:
+            return []
+        cutoff = self.scrapes[-1].ts - seconds
+        out = []
+        for s in reversed(self.scrapes):
+            if s.ts < cutoff:
+                out.append(s)  # keep one point before the window as the rate baseline
+                break
+            out.append(s)
+        out.reverse()
+        return out
+
+    # -- derivation -------------------------------------------------------------
+    def _rate(self, win: list[Scrape], name: str) -> float | None:
+        if len(win) < 2:
+            return None
+        d = counter_delta(s.sample.value(name) for s in win)
+        dt = win[-1].ts - win[0].ts
+        if d is None or dt <= 0:
+            return None
+        return d / dt
+
+    def _hist_delta(self, win: list[Scrape], name: str) -> Histogram | None:
+        if not win:
+            return None
+        newest = win[-1].sample.hist(name)
+        if newest is None:
+            return None
+        if len(win) < 2:
+            return newest
+        oldest = win[0].sample.hist(name)
+        # A reset inside the window: fall back to observations since the reset.
+        delta = newest.minus(oldest)
+        return delta
+
+    def _derive(self, s: Scrape) -> ReplicaMetrics:
+        sm = s.sample
+        w = self.windows
+        rwin = self.window(w.rate_s)
+        qwin = self.window(w.quantile_s)
+
+        def q(name: str, p: float) -> float | None:
+            h = self._hist_delta(qwin, name)
+            return h.quantile(p) if h is not None and h.count > 0 else None
+
+        # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
+        running_vals = sorted(v for v in (x.sample.value("running") for x in qwin) if v is not None)
+        batch_p95 = None
+        if running_vals:
+            batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]
+
+        reqs = self._rate(rwin, "requests_success")
+        hits, queries = self._rate(rwin, "prefix_hits"), self._rate(rwin, "prefix_queries")
+        gpu = s.gpu
+        cpu_rate = None
+        if len(rwin) >= 2:
+            d = counter_delta(x.sample.process_cpu_seconds for x in rwin)
+            dt = rwin[-1].ts - rwin[0].ts
+            if d is not None and dt > 0:
+                cpu_rate = d / dt
+        mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
+        return ReplicaMetrics(
+            kv_usage=sm.value("kv_usage"),
+            waiting=sm.value("waiting"),
+            waiting_capacity=sm.value("waiting_capacity"),
+            waiting_deferred=sm.value("waiting_deferred"),
+            running=sm.value("running"),
+            preemptions_per_s=self._rate(rwin, "preemptions"),
+            gen_tokens_per_s=self._rate(rwin, "generation_tokens"),
+            prompt_tokens_per_s=self._rate(rwin, "prompt_tokens"),
+            requests_per_s=reqs,
+            prefix_hit_rate=(hits / queries) if hits is not None and queries else None,
+            gpu_memory_pct=gpu.memory_pct if gpu else None,
+            gpu_util_pct=gpu.compute_pct if gpu else None,
+            gpu_count=len(gpu.devices) if gpu else None,
+            cpu_cores=cpu_rate,
+            ttft_p50_s=q("ttft", 0.5),
+            ttft_p95_s=q("ttft", 0.95),
+            ttft_p99_s=q("ttft", 0.99),
+            itl_p50_s=q("itl", 0.5),
+            itl_p95_s=q("itl", 0.95),
+            itl_p99_s=q("itl", 0.99),
+            e2e_p50_s=q("e2e", 0.5),
+            e2e_p95_s=q("e2e", 0.95),
+            e2e_p99_s=q("e2e", 0.99),
+            queue_p95_s=q("queue_time", 0.95),
+            batch_p95=batch_p95,
+            prompt_len_p95=q("prompt_len", 0.95),
+            gen_len_p95=q("gen_len", 0.95),
+            max_tokens_p95=q("max_tokens", 0.95),
+            max_num_seqs=_float_or_none(mns),
+        )
+
+
+def _float_or_none(v: str | None) -> float | None:
+    try:
+        return float(v) if v is not None else None
+    except ValueError:
+        return None

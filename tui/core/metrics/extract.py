@@ -1,0 +1,309 @@
+"""Parsed pages -> model objects: a vLLM page -> Sample, a DCGM-exporter page -> GpuSample.
+
+Names come from metrics.names, so a vLLM rename is handled there. A metric the server does not
+expose stays absent (None / missing key), never 0: renamed and removed names are common.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from ..model import EngineSample, GpuDevice, GpuSample, Histogram, Sample
+from . import names
+from .parser import Labels, Page, SampleRow, histogram_series, parse
+
+# Unlabelled process series kept in Sample.extra (restart detection, API-server memory).
+EXTRA = ("process_start_time_seconds", "process_resident_memory_bytes")
+
+# Which generation spoke: names (samples or TYPE lines) only one generation exposes. Early V1
+# (0.8.x) still exposed vllm:gpu_cache_usage_perc, so that name proves nothing either way;
+# prefix-cache *counters* arrived with V1 (V0 had hit-rate gauges).
+V1_MARKERS = (names.V1_ONLY - {"vllm:gpu_cache_usage_perc"}) | {
+    "vllm:prefix_cache_queries_total",
+    "vllm:prefix_cache_hits_total",
+    "vllm:gpu_prefix_cache_queries_total",
+    "vllm:gpu_prefix_cache_hits_total",
+    "vllm:num_requests_waiting_by_reason",
+    "vllm:request_time_per_output_token_seconds",
+    "vllm:engine_sleep_state",
+}
+V0_MARKERS = (names.V0_ONLY - {"vllm:gpu_cache_usage_perc"}) | {
+    "vllm:cpu_prefix_cache_hit_rate",
+    "vllm:avg_prompt_throughput_toks_per_s",
+    "vllm:time_in_queue_requests",
+    "vllm:request_params_best_of",
+}
+
+
+def _hist_names() -> frozenset[str]:
+    out: set[str] = set()
+    for bases in names.HISTOGRAMS.values():
+        for base in bases:
+            out.update(histogram_series(base))
+    return frozenset(out)
+
+
+# Every sample name to_sample() reads; pass this to parse() so nothing else is parsed.
+VLLM_WANTED: frozenset[str] = frozenset(
+    {n for exposed in names.SCALARS.values() for n in exposed}
+    | _hist_names()
+    | {names.WAITING_BY_REASON, names.CACHE_CONFIG, names.PROCESS_CPU}
+    | set(EXTRA)
+    | V1_MARKERS
+    | V0_MARKERS
+)
+DCGM_WANTED: frozenset[str] = frozenset(names.DCGM)
+
+_INF = math.inf
+# DCGM reports "blank" (no sensor / not supported) as huge sentinel values near 2**63.
+_DCGM_BLANK = 9.0e18
+_MIB = 1024.0 * 1024.0
+
+
+def parse_vllm(text: str) -> Page:
+    return parse(text, VLLM_WANTED)
+
+
+def parse_dcgm(text: str) -> Page:
+    return parse(text, DCGM_WANTED)
+
+
+# -- vLLM --------------------------------------------------------------------------------------
+
+
+def _engine_rows(page: Page, name: str) -> list[SampleRow]:
+    """Rows of one name from vLLM engines, without production-stack router series."""
+    return [row for row in page.get(name) if not _is_router(row[0])]
+
+
+def _first_exposed(page: Page, candidates: Iterable[str]) -> str | None:
+    for name in candidates:
+        for _ in _engine_rows(page, name):
+            return name
+    return None
+
+
+def to_sample(page: Page) -> Sample:
+    """A vLLM page in canonical names. Engines are keyed by the `engine` label ("" when absent);
+    `engines` is empty when the page has no vLLM engine series at all."""
+    values: dict[str, dict[str, float]] = {}  # engine -> canonical -> value
+    hists: dict[str, dict[str, Histogram]] = {}
+    model_name: str | None = None
+    saw_engine_label = False
+    summed = Sample._SUMMED
+
+    for canon, candidates in names.SCALARS.items():
+        exposed = _first_exposed(page, candidates)
+        if exposed is None:
+            continue
+        for labels, v in _engine_rows(page, exposed):
+            if v != v:  # NaN: the server has no value to give
+                continue
+            eng = labels.get("engine", "")
+            saw_engine_label |= "engine" in labels
+            if model_name is None:
+                model_name = labels.get("model_name")
+            ev = values.setdefault(eng, {})
+            if canon in ev:
+                # Several series per engine (finished_reason, ...): sum counts, worst ratio.
+                ev[canon] = ev[canon] + v if canon in summed else max(ev[canon], v)
+            else:
+                ev[canon] = v
+
+    for labels, v in _engine_rows(page, names.WAITING_BY_REASON):
+        reason = labels.get("reason")
+        if reason not in ("capacity", "deferred") or v != v:
+            continue
+        eng = labels.get("engine", "")
+        ev = values.setdefault(eng, {})
+        key = "waiting_" + reason
+        ev[key] = ev.get(key, 0.0) + v
+
+    for canon, bases in names.HISTOGRAMS.items():
+        for base in bases:
+            per_engine = _histograms(page, base)
+            if per_engine:
+                for eng, h in per_engine.items():
+                    hists.setdefault(eng, {})[canon] = h
+                break
+
+    cache_config: dict[str, str] = {}
+    for labels, _ in sorted(_engine_rows(page, names.CACHE_CONFIG), key=lambda r: r[0].get("engine", "")):
+        cache_config = {k: v for k, v in labels.items() if k not in ("engine", "model_name")}
+        break
+
+    for eng in hists:
+        values.setdefault(eng, {})
+    engines = {eng: EngineSample(values=vals, hists=hists.get(eng, {})) for eng, vals in values.items()}
+    if model_name is None:
+        model_name = _any_model_name(page)
+
+    cpu = _unlabelled(page, names.PROCESS_CPU)
+    extra = {n: v for n in EXTRA if (v := _unlabelled(page, n)) is not None}
+    return Sample(
+        engines=engines,
+        generation=_generation(page, saw_engine_label) if engines else "unknown",
+        model_name=model_name,
+        cache_config=cache_config,
+        process_cpu_seconds=cpu,
+        extra=extra,
+    )
+
+
+def _any_model_name(page: Page) -> str | None:
+    for name in names.HISTOGRAMS.values():
+        for base in name:
+            for labels, _ in _engine_rows(page, base + "_count"):
+                if "model_name" in labels:
+                    return labels["model_name"]
+    return None
+
+
+def _unlabelled(page: Page, name: str) -> float | None:
+    for labels, v in page.get(name):
+        if not labels and v == v:
+            return v
+    return None
+
+
+def _generation(page: Page, saw_engine_label: bool) -> str:
+    present = page.samples.keys() | page.families.keys()
+    if saw_engine_label or not present.isdisjoint(V1_MARKERS):
+        return "v1"
+    if not present.isdisjoint(V0_MARKERS):
+        return "v0"
+    return "unknown"
+
+
+def _histograms(page: Page, base: str) -> dict[str, Histogram]:
+    """One Histogram per engine for a base name; empty when the page has no buckets for it."""
+    bucket_name, sum_name, count_name = histogram_series(base)
+    # series identity (labels without le) -> {le bound: cumulative count}
+    series: dict[tuple, dict[float, float]] = {}
+    for labels, v in page.get(bucket_name):
+        ident, bound = labels.hist_key()
+        if bound is None or _is_router(labels):
+            continue
+        by_le = series.get(ident)
+        if by_le is None:
+            series[ident] = {bound: v}
+        else:
+            by_le[bound] = v
+    if not series:
+        return {}
+    sums = {labels.hist_key()[0]: v for labels, v in page.get(sum_name)}
+    counts = {labels.hist_key()[0]: v for labels, v in page.get(count_name)}
+    out: dict[str, Histogram] = {}
+    for ident, by_le in series.items():
+        count = counts.get(ident)
+        if _INF not in by_le:
+            if count is None:
+                continue  # neither +Inf nor _count: the total is unknown
+            by_le[_INF] = count
+        bounds = tuple(sorted(by_le))
+        h = Histogram(
+            bounds=bounds,
+            counts=tuple([by_le[b] for b in bounds]),
+            sum=sums.get(ident, math.nan),
+            count=count if count is not None else by_le[_INF],
+        )
+        eng = dict(ident).get("engine", "")
+        prev = out.get(eng)
+        out[eng] = h if prev is None else prev + h  # several series in one engine: add up
+    return out
+
+
+def _is_router(labels: Labels) -> bool:
+    # The production-stack router re-exports vllm:* names with a `server` label.
+    return "server" in labels and "model_name" not in labels and "engine" not in labels
+
+
+# -- DCGM exporter -----------------------------------------------------------------------------
+
+
+def to_gpu(
+    page: Page,
+    *,
+    pod: str | None = None,
+    namespace: str | None = None,
+    uuids: Iterable[str] | None = None,
+    hostname: str | None = None,
+    source: str = "dcgm",
+) -> GpuSample | None:
+    """GPUs on a DCGM-exporter page, one GpuDevice per GPU (or MIG instance).
+
+    Join hints narrow the devices to one replica's: `pod` (and `namespace`) match the labels a
+    pod-mapping exporter adds; `uuids` match `UUID`; `hostname` matches `Hostname`/`hostname`.
+    None when no device is left.
+    """
+    want_uuids = set(uuids) if uuids is not None else None
+    fields: dict[tuple[str, str], dict[str, float]] = {}  # device key -> attr -> value
+    meta: dict[tuple[str, str], Labels] = {}
+    for metric, attr in names.DCGM.items():
+        for labels, v in page.get(metric):
+            if pod is not None and labels.get("pod") != pod:
+                continue
+            if namespace is not None and labels.get("namespace") != namespace:
+                continue
+            uuid = labels.get("UUID") or labels.get("uuid")
+            if want_uuids is not None and uuid not in want_uuids:
+                continue
+            if hostname is not None and (labels.get("Hostname") or labels.get("hostname")) != hostname:
+                continue
+            if v != v or abs(v) >= _DCGM_BLANK:
+                continue
+            gpu = labels.get("gpu", "")
+            key = (uuid or gpu, labels.get("GPU_I_ID", ""))
+            meta.setdefault(key, labels)
+            f = fields.setdefault(key, {})
+            if attr == "throttle_mask" and "throttle_mask" in f:
+                f[attr] = float(int(f[attr]) | int(v))  # both throttle field names present
+            else:
+                f[attr] = v
+    if not fields:
+        return None
+    devices = []
+    for key in sorted(fields, key=_device_order(meta)):
+        f, labels = fields[key], meta[key]
+        used, free = f.get("fb_used_mib"), f.get("fb_free_mib")
+        total = None
+        if used is not None and free is not None:
+            total = (used + free + f.get("fb_reserved_mib", 0.0)) * _MIB
+        active = f.get("sm_active", f.get("gr_engine_active"))
+        index = labels.get("gpu", key[0])
+        if key[1]:
+            index = f"{index}/{key[1]}"
+        mask = f.get("throttle_mask")
+        devices.append(
+            GpuDevice(
+                index=index,
+                uuid=labels.get("UUID") or labels.get("uuid"),
+                name=labels.get("modelName"),
+                memory_used_bytes=used * _MIB if used is not None else None,
+                memory_total_bytes=total,
+                util_pct=f.get("util_pct"),
+                sm_active_pct=100.0 * active if active is not None else None,
+                throttle_reasons=names.throttle_names(int(mask)) if mask is not None else (),
+                ecc_uncorrected=f.get("ecc_dbe"),
+                xid_errors=f.get("xid"),
+                temperature_c=f.get("temperature_c"),
+            )
+        )
+    if pod is not None:
+        join = "pod label"
+    elif want_uuids is not None:
+        join = "uuid"
+    elif hostname is not None:
+        join = "hostname"
+    else:
+        join = ""
+    return GpuSample(devices=tuple(devices), source=source, join=join)
+
+
+def _device_order(meta: dict[tuple[str, str], Labels]):
+    def order(key: tuple[str, str]) -> tuple:
+        gpu = meta[key].get("gpu", "")
+        return (0, int(gpu), key[1]) if gpu.isdigit() else (1, gpu, key[1])
+
+    return order

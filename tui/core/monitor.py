@@ -1,0 +1,95 @@
+"""The headless pipeline: source -> history -> diagnosis -> FleetState.
+
+The Textual app, the `--json` mode and offline `diagnose` all drive this same object, so what
+the screen shows and what a script sees cannot disagree.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Iterable
+
+from .diagnosis import Thresholds, diagnose
+from .history import SERIES, ReplicaHistory, Windows
+from .model import SEVERITY, Finding, FleetState, ReplicaView, Scrape
+from .sources.base import Source
+
+SPARK_POINTS = 60  # points per sparkline on the fleet screen
+
+
+class Monitor:
+    def __init__(
+        self,
+        source: Source | None = None,
+        thresholds: Thresholds | None = None,
+        windows: Windows | None = None,
+        history_len: int = 600,
+        on_scrapes: Callable[[list[Scrape]], None] | None = None,
+    ) -> None:
+        self.source = source
+        self.thresholds = thresholds or Thresholds()
+        self.windows = windows or Windows()
+        self.history_len = history_len
+        self.histories: dict[str, ReplicaHistory] = {}
+        self._verdicts: dict[str, Finding] = {}  # last finding per replica (for `since`)
+        self._latest: dict[str, Scrape] = {}  # last scrape of any kind, for pod/group/error
+        self.on_scrapes = on_scrapes  # e.g. the recorder
+        self.state = FleetState(ts=time.time(), source=getattr(source, "description", ""), replicas=())
+
+    async def refresh(self) -> FleetState:
+        assert self.source is not None
+        scrapes = await self.source.poll()
+        return self.ingest(scrapes)
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop replicas that no longer exist (deleted pods)."""
+        for n in list(names):
+            self.histories.pop(n, None)
+            self._verdicts.pop(n, None)
+            self._latest.pop(n, None)
+
+    def ingest(self, scrapes: list[Scrape], now: float | None = None) -> FleetState:
+        if self.on_scrapes is not None and scrapes:
+            self.on_scrapes(scrapes)
+        for s in scrapes:
+            h = self.histories.get(s.replica)
+            if h is None:
+                h = self.histories[s.replica] = ReplicaHistory(s.replica, self.history_len, self.windows)
+            h.add(s)
+            self._latest[s.replica] = s
+        if now is None:
+            now = max((s.ts for s in scrapes), default=self.state.ts)
+        views = [self._view(name, h, now) for name, h in self.histories.items()]
+        views.sort(key=lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name))
+        self.state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views))
+        return self.state
+
+    def _view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:
+        state = h.state(now)
+        finding = diagnose(h, now, self.thresholds)
+        prev = self._verdicts.get(name)
+        if prev is not None and prev.verdict == finding.verdict and prev.since is not None:
+            since = prev.since
+        else:
+            since = finding.since if finding.since is not None else now
+        if since != finding.since:
+            finding = Finding(finding.verdict, finding.evidence, since, finding.missing, finding.summary)
+        self._verdicts[name] = finding
+        last = self._latest.get(name)
+        ok = h.last_ok
+        sample = ok.sample if ok else None
+        return ReplicaView(
+            name=name,
+            state=state,
+            finding=finding,
+            metrics=h.latest,
+            series={k: h.series(k, SPARK_POINTS) for k in SERIES},
+            error=last.error if last is not None else None,
+            group=(last.group if last is not None else None),
+            pod=(last.pod if last is not None else None),
+            engines={e: dict(es.values) for e, es in sample.engines.items()} if sample else {},
+            generation=sample.generation if sample else "unknown",
+            model_name=sample.model_name if sample else None,
+            last_ok_ts=ok.ts if ok else None,
+            cache_config=dict(sample.cache_config) if sample else {},
+        )

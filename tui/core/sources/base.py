@@ -1,0 +1,29 @@
+"""The one interface every metrics source implements (direct scrape, Prometheus, replay, demo)."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from ..model import Scrape
+
+
+class SourceError(Exception):
+    """The whole source is unusable (bad URL, auth refused, server gone); str(e) is for the user."""
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Produces one Scrape per replica per poll; never raises for a replica's failure.
+
+    A replica that cannot be read comes back as a Scrape with `error` set, so one bad endpoint
+    never stops the others. `poll` may raise only when the whole source is unusable (bad URL,
+    auth failure against Prometheus), with a message meant for the user.
+    """
+
+    description: str  # for the header: "demo: 4 simulated replicas", "prometheus http://..."
+
+    async def start(self) -> None: ...
+
+    async def poll(self) -> list[Scrape]: ...
+
+    async def close(self) -> None: ...

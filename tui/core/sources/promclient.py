@@ -1,0 +1,308 @@
+"""A small async client for the Prometheus HTTP query API (Prometheus, Thanos, Mimir, VictoriaMetrics).
+
+Every failure becomes a `SourceError` whose message is one line meant for the SRE: which URL,
+what went wrong, which flag fixes it. The bearer token is read from an env var or a file (never
+from argv), re-read when the file changes (projected service-account tokens rotate), and never
+appears in messages or reprs.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import ssl
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from .base import SourceError
+from .text import clean
+
+__all__ = ["BearerToken", "PromClient", "SourceError", "normalise_url", "describe_connect_error"]
+
+_API_SUFFIXES = ("/api/v1/query_range", "/api/v1/query", "/api/v1", "/graph")
+
+
+def normalise_url(url: str) -> str:
+    """The API base URL, or SourceError on anything that is not http(s)://host[:port][/prefix]."""
+    raw = (url or "").strip()
+    hint = "expected http(s)://host[:port][/path-prefix], e.g. http://prometheus.monitoring:9090"
+    try:
+        parts = urlsplit(raw)
+        port = parts.port  # raises ValueError on a non-numeric or out-of-range port
+    except ValueError as e:
+        raise SourceError(f"bad Prometheus URL {clean(raw)!r}: {clean(str(e))}; {hint}") from None
+    if parts.scheme not in ("http", "https"):
+        raise SourceError(f"bad Prometheus URL {clean(raw)!r}: missing http:// or https://; {hint}")
+    if not parts.hostname:
+        raise SourceError(f"bad Prometheus URL {clean(raw)!r}: no host; {hint}")
+    del port
+    path = parts.path.rstrip("/")
+    for suffix in _API_SUFFIXES:
+        if path.endswith(suffix):  # tolerate a pasted API or UI URL
+            path = path[: -len(suffix)]
+            break
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+def redact(url: str) -> str:
+    """URL for display: user:password@ removed."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit((parts.scheme, parts.netloc.rsplit("@", 1)[1], parts.path, parts.query, ""))
+
+
+class BearerToken:
+    """A bearer token from an environment variable or a file; the value is never shown."""
+
+    __slots__ = ("env", "file", "_value", "_mtime")
+
+    def __init__(self, env: str | None = None, file: str | None = None) -> None:
+        if env and file:
+            raise SourceError("give either --prom-token-env or --prom-token-file, not both")
+        self.env, self.file = env, file
+        self._value: str | None = None
+        self._mtime: float | None = None
+
+    def __repr__(self) -> str:
+        where = f"env {self.env}" if self.env else f"file {self.file}"
+        return f"BearerToken({where}, value hidden)"
+
+    @property
+    def origin(self) -> str:
+        return f"--prom-token-env {self.env}" if self.env else f"--prom-token-file {self.file}"
+
+    def value(self) -> str:
+        if self.env:
+            v = os.environ.get(self.env, "").strip()
+            if not v:
+                raise SourceError(f"environment variable {clean(self.env)} (--prom-token-env) is not set or empty")
+            return v
+        assert self.file
+        try:
+            mtime = os.stat(self.file).st_mtime
+            if self._value is None or mtime != self._mtime:
+                with open(self.file, encoding="utf-8") as f:
+                    v = f.read().strip()
+                if not v:
+                    raise SourceError(f"token file {clean(self.file)} (--prom-token-file) is empty")
+                self._value, self._mtime = v, mtime
+        except OSError as e:
+            raise SourceError(
+                f"cannot read token file {clean(self.file)} (--prom-token-file): {clean(e.strerror or str(e))}"
+            ) from None
+        except UnicodeDecodeError:
+            raise SourceError(f"token file {clean(self.file)} (--prom-token-file) is not text") from None
+        return self._value
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One result series: its labels and its points (unix seconds, value); NaN kept as NaN."""
+
+    labels: dict[str, str]
+    points: tuple[tuple[float, float], ...]
+
+    @property
+    def value(self) -> float:
+        return self.points[-1][1]
+
+
+class PromClient:
+    """Instant and range queries; raises SourceError with a user message on any failure."""
+
+    def __init__(
+        self,
+        url: str,
+        token: BearerToken | None = None,
+        ca_file: str | None = None,
+        insecure: bool = False,
+        timeout: float = 10.0,
+    ) -> None:
+        self.base = normalise_url(url)
+        self.display = redact(self.base)
+        self.token = token
+        self.timeout = timeout
+        if ca_file and insecure:
+            raise SourceError("give either --prom-ca or --prom-insecure, not both")
+        verify: bool | ssl.SSLContext = not insecure
+        if ca_file:
+            try:
+                verify = ssl.create_default_context(cafile=ca_file)
+            except FileNotFoundError:
+                raise SourceError(f"CA file {clean(ca_file)} (--prom-ca) not found") from None
+            except (ssl.SSLError, OSError, ValueError) as e:
+                raise SourceError(f"CA file {clean(ca_file)} (--prom-ca) is not a PEM certificate bundle: {clean(str(e))}") from None
+        self._client = httpx.AsyncClient(
+            verify=verify,
+            timeout=httpx.Timeout(timeout),
+            limits=httpx.Limits(max_connections=8, max_keepalive_connections=8),
+            headers={"Accept": "application/json", "User-Agent": "kvwatch"},
+            follow_redirects=False,
+        )
+        self._use_get = False  # some proxies in front of Prometheus refuse POST
+        self.last_duration_s = 0.0
+
+    def __repr__(self) -> str:
+        return f"PromClient({self.display!r})"
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def query(self, expr: str, at: float | None = None) -> list[Series]:
+        params = {"query": expr}
+        if at is not None:
+            params["time"] = _fmt_time(at)
+        data = await self._call("/api/v1/query", params)
+        return _series(data, expr)
+
+    async def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
+        params = {"query": expr, "start": _fmt_time(start), "end": _fmt_time(end), "step": f"{step:g}"}
+        data = await self._call("/api/v1/query_range", params)
+        return _series(data, expr)
+
+    async def _call(self, path: str, params: dict[str, str]) -> dict[str, Any]:
+        headers = {}
+        if self.token is not None:
+            headers["Authorization"] = "Bearer " + self.token.value()
+        url = self.base + path
+        t0 = time.perf_counter()
+        try:
+            if self._use_get:
+                resp = await self._client.get(url, params=params, headers=headers)
+            else:
+                resp = await self._client.post(url, data=params, headers=headers)
+                if resp.status_code == 405:
+                    self._use_get = True
+                    resp = await self._client.get(url, params=params, headers=headers)
+        except httpx.TimeoutException:
+            raise SourceError(
+                f"Prometheus at {self.display} did not answer within {self.timeout:g}s "
+                "(overloaded, or a firewall dropping packets?)"
+            ) from None
+        except httpx.HTTPError as e:
+            raise SourceError(describe_connect_error(self.display, e)) from None
+        finally:
+            self.last_duration_s = time.perf_counter() - t0
+        return self._decode(resp)
+
+    def _decode(self, resp: httpx.Response) -> dict[str, Any]:
+        code = resp.status_code
+        where = self.display
+        if code == 401:
+            if self.token is None:
+                raise SourceError(
+                    f"Prometheus at {where} wants credentials (401 Unauthorized): "
+                    "pass a bearer token with --prom-token-env VAR or --prom-token-file PATH"
+                )
+            raise SourceError(
+                f"Prometheus at {where} rejected the bearer token from {self.token.origin} (401 Unauthorized)"
+            )
+        if code == 403:
+            raise SourceError(
+                f"Prometheus at {where} refused access (403 Forbidden): the token lacks permission to query"
+            )
+        if code == 404:
+            raise SourceError(
+                f"no Prometheus query API at {where} (404 on /api/v1/query): check the URL and any path "
+                "prefix (e.g. Thanos/Mimir behind /prometheus)"
+            )
+        if 300 <= code < 400:
+            loc = clean(resp.headers.get("location", "?"))
+            raise SourceError(f"Prometheus at {where} redirected to {loc} ({code}): use that URL (a login page?)")
+        try:
+            body = resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            if code >= 500:
+                raise SourceError(f"Prometheus at {where} failed ({code} {clean(resp.reason_phrase)})") from None
+            raise SourceError(
+                f"{where} did not answer like a Prometheus API (HTTP {code}, not JSON): is this the right URL?"
+            ) from None
+        if not isinstance(body, dict):
+            raise SourceError(f"{where} did not answer like a Prometheus API (unexpected JSON)")
+        if body.get("status") != "success":
+            err = clean(str(body.get("error") or body.get("message") or "unknown error"), 300)
+            kind = clean(str(body.get("errorType") or ""), 40)
+            if code in (400, 422) or kind in ("bad_data", "execution"):
+                raise SourceError(f"Prometheus at {where} rejected the query ({kind or code}): {err}")
+            if kind == "timeout" or code == 503:
+                raise SourceError(f"Prometheus at {where} could not answer in time ({kind or code}): {err}")
+            raise SourceError(f"Prometheus at {where} failed ({kind or code}): {err}")
+        data = body.get("data")
+        if not isinstance(data, dict):
+            raise SourceError(f"{where} did not answer like a Prometheus API (no data)")
+        return data
+
+
+def describe_connect_error(where: str, e: BaseException) -> str:
+    """One line for a failure to talk to the server at all (DNS, refused, TLS, bad URL)."""
+    text = str(e)
+    chain = [e]
+    cur: BaseException | None = e
+    while cur is not None and len(chain) < 8:
+        cur = cur.__cause__ or cur.__context__
+        if cur is not None:
+            chain.append(cur)
+    host = urlsplit(where).hostname or where
+    for x in chain:
+        if isinstance(x, ssl.SSLCertVerificationError) or "CERTIFICATE_VERIFY_FAILED" in str(x):
+            reason = clean(getattr(x, "verify_message", "") or "certificate verify failed")
+            return (
+                f"TLS certificate of {where} not trusted ({reason}): pass its CA with --prom-ca FILE, "
+                "or --prom-insecure to skip verification"
+            )
+        if isinstance(x, ssl.SSLError):
+            return f"TLS handshake with {where} failed: {clean(str(x))} (http:// vs https://?)"
+    lowered = text.lower()
+    if any(
+        s in lowered
+        for s in ("name or service not known", "nodename nor servname", "temporary failure in name resolution",
+                  "no address associated", "getaddrinfo failed", "name resolution")
+    ) or "[errno -2]" in lowered or "[errno -3]" in lowered or "[errno -5]" in lowered:
+        return f"cannot resolve Prometheus host {clean(host)!r} (DNS): check the URL"
+    if "connection refused" in lowered or f"[errno {errno.ECONNREFUSED}]" in lowered:
+        return f"connection refused by {where}: is Prometheus listening there (port, port-forward)?"
+    if isinstance(e, httpx.UnsupportedProtocol) or isinstance(e, httpx.InvalidURL):
+        return f"bad Prometheus URL {where}: {clean(text)}"
+    if "unreachable" in lowered:
+        return f"network unreachable for {where}: {clean(text)}"
+    if isinstance(e, httpx.RemoteProtocolError):
+        return f"{where} closed the connection or spoke something other than HTTP: {clean(text) or 'no detail'}"
+    return f"cannot reach Prometheus at {where}: {clean(text) or type(e).__name__}"
+
+
+def _fmt_time(t: float) -> str:
+    return f"{t:.3f}"
+
+
+def _series(data: dict[str, Any], expr: str) -> list[Series]:
+    rtype = data.get("resultType")
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise SourceError("Prometheus answered without a result list")
+    out: list[Series] = []
+    if rtype == "vector":
+        for r in result:
+            try:
+                ts, v = r["value"]
+                out.append(Series(r.get("metric") or {}, ((float(ts), float(v)),)))
+            except (KeyError, TypeError, ValueError):
+                continue  # one malformed element never spoils the rest
+    elif rtype == "matrix":
+        for r in result:
+            try:
+                pts = tuple((float(ts), float(v)) for ts, v in r["values"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if pts:
+                out.append(Series(r.get("metric") or {}, pts))
+    elif rtype in ("scalar", "string"):
+        raise SourceError(f"query returned a {rtype}, expected series: {clean(expr, 120)}")
+    else:
+        raise SourceError(f"Prometheus answered with an unknown result type {clean(str(rtype), 40)!r}")
+    return out

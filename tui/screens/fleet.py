@@ -1,0 +1,191 @@
+"""The fleet screen: header, pressure banner, replica table, selected-replica strip, filter."""
+
+from __future__ import annotations
+
+import re
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from tui.core.model import SEVERITY, FleetState, ReplicaView
+from tui.core.textsafe import clean
+from widgets.fleet_table import FleetTable
+from widgets.header import FleetHeader, PressureBanner
+from widgets.verdict import colour_var, label
+
+SORTS = {
+    "severity": lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name),
+    "kv": lambda v: (-(v.metrics.kv_usage or -1.0), v.name),
+    "queue": lambda v: (-(v.metrics.waiting or -1.0), v.name),
+    "name": lambda v: v.name,
+}
+
+
+def match_filter(v: ReplicaView, pattern: str) -> bool:
+    """k9s-style filter: regex over name, verdict and group; a leading '!' inverts."""
+    if not pattern:
+        return True
+    invert = pattern.startswith("!")
+    pat = pattern[1:] if invert else pattern
+    try:
+        rx = re.compile(pat, re.IGNORECASE)
+        hit = any(rx.search(s) for s in (v.name, v.verdict, v.group or ""))
+    except re.error:
+        hit = pat.lower() in v.name.lower()
+    return hit != invert
+
+
+class SelectedStrip(Static):
+    """Two lines about the highlighted replica: verdict summary and its strongest evidence."""
+
+    DEFAULT_CSS = """
+    SelectedStrip { height: 2; padding: 0 1; background: $surface; }
+    """
+
+
+class FleetScreen(Screen):
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", id="filter"),
+        Binding("escape", "clear_filter", "Clear", show=False, id="clear_filter"),
+        Binding("enter", "detail", "Detail", id="detail"),
+        Binding("ctrl+z", "faults", "Faults only", show=False, id="faults"),
+        Binding("K", "sort('kv')", "Sort KV", show=False, id="sort_kv"),
+        Binding("Q", "sort('queue')", "Sort queue", show=False, id="sort_queue"),
+        Binding("N", "sort('name')", "Sort name", show=False, id="sort_name"),
+        Binding("V", "sort('severity')", "Sort severity", show=False, id="sort_severity"),
+        Binding("j", "cursor(1)", "Down", show=False, id="down"),
+        Binding("k", "cursor(-1)", "Up", show=False, id="up"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter = ""
+        self.faults_only = False
+        self.sort = "severity"
+        self.state: FleetState | None = None
+
+    def compose(self) -> ComposeResult:
+        pal = self.app.palette
+        yield FleetHeader(pal, id="header")
+        yield PressureBanner(pal, id="banner")
+        table = FleetTable(pal, thresholds=self.app.monitor.thresholds, id="fleet")
+        table.ascii = self.app.ascii
+        yield table
+        yield SelectedStrip("waiting for the first refresh…", id="strip")
+        yield Input(placeholder="filter: regex over name/verdict/group, ! inverts, esc clears", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        header = self.query_one(FleetHeader)
+        header.ascii = self.app.ascii
+        if self.app.readonly:
+            header.flags.append("READONLY")
+        if self.app.monitor.state.replicas:
+            self.show_state(self.app.monitor.state)
+
+    # -- drawing ----------------------------------------------------------------
+    def visible(self, state: FleetState) -> list[ReplicaView]:
+        rows = [v for v in state.replicas if match_filter(v, self.filter)]
+        if self.faults_only:
+            rows = [v for v in rows if v.verdict not in ("healthy", "unknown")]
+        return sorted(rows, key=SORTS[self.sort])
+
+    def show_state(self, state: FleetState) -> None:
+        self.state = state
+        self.query_one(FleetHeader).show(state)
+        self.query_one(PressureBanner).show(state)
+        self.query_one(FleetTable).show(self.visible(state))
+        self._update_strip()
+
+    def on_pause_changed(self, paused: bool) -> None:
+        header = self.query_one(FleetHeader)
+        header.mode = "paused" if paused else "live"
+        if self.state is not None:
+            header.show(self.state)
+
+    def _update_strip(self) -> None:
+        table = self.query_one(FleetTable)
+        name = table.selected_name()
+        v = table.views.get(name) if name else None
+        strip = self.query_one(SelectedStrip)
+        if v is None:
+            strip.update("no replica matches" if self.state and self.state.replicas else "waiting for the first refresh…")
+            return
+        pal = self.app.palette()
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append(label(v.verdict, ascii=self.app.ascii), style=f"bold {pal.get(colour_var(v.verdict), '')}")
+        t.append(" ")
+        t.append(clean(v.name), style="bold")
+        if v.error:
+            t.append(f"  {v.state}: ")
+            t.append(clean(v.error))
+        elif v.finding.summary and v.finding.summary != v.verdict:
+            t.append("  " + v.finding.summary)
+        t.append("\n")
+        crossed = [clean(e.text) for e in v.finding.evidence if e.crossed]
+        t.append(" · ".join(crossed) if crossed else (v.finding.summary or ""), style="dim" if not crossed else "")
+        strip.update(t)
+
+    @on(DataTable.RowHighlighted)
+    def _row_highlighted(self) -> None:
+        self._update_strip()
+
+    @on(DataTable.RowSelected)
+    def _row_selected(self) -> None:
+        self.action_detail()
+
+    # -- actions ----------------------------------------------------------------
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.value = self.filter
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.filter = event.value
+        if self.state is not None:
+            self.show_state(self.state)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = bool(self.filter)
+        self.query_one(FleetTable).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        self.filter = ""
+        box.value = ""
+        box.display = False
+        self.query_one(FleetTable).focus()
+        if self.state is not None:
+            self.show_state(self.state)
+
+    def action_faults(self) -> None:
+        self.faults_only = not self.faults_only
+        self.notify("pressured/faulty replicas only" if self.faults_only else "all replicas", timeout=2)
+        if self.state is not None:
+            self.show_state(self.state)
+
+    def action_sort(self, how: str) -> None:
+        self.sort = how
+        if self.state is not None:
+            self.show_state(self.state)
+
+    def action_cursor(self, delta: int) -> None:
+        table = self.query_one(FleetTable)
+        table.move_cursor(row=max(0, table.cursor_row + delta))
+
+    def action_detail(self) -> None:
+        name = self.query_one(FleetTable).selected_name()
+        if name is None:
+            return
+        from .detail import DetailScreen
+
+        self.app.push_screen(DetailScreen(name))

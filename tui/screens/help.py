@@ -1,0 +1,52 @@
+"""Key help: every binding of the app and of the screen underneath, with its description."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def _key_name(key: str) -> str:
+    return {"question_mark": "?", "slash": "/", "left_square_bracket": "[", "escape": "esc"}.get(key, key)
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="close")]
+    DEFAULT_CSS = """
+    HelpScreen { align: center middle; }
+    HelpScreen > VerticalScroll { width: 72; max-width: 95%; height: auto; max-height: 90%;
+        border: round $primary; background: $surface; padding: 0 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, show_header=True, header_style="bold", expand=True)
+        table.add_column("key", no_wrap=True)
+        table.add_column("action")
+        table.add_column("where", style="dim")
+        under = self.app.screen_stack[-1] if self.app.screen_stack else None
+        seen = set()
+        sources = [("app", self.app.BINDINGS)]
+        if under is not None and under is not self:
+            sources.insert(0, (type(under).__name__.replace("Screen", "").lower(), under.BINDINGS))
+        for where, bindings in sources:
+            for b in bindings:
+                if not isinstance(b, Binding):
+                    continue
+                if under is not None and hasattr(under, "check_action") and under is not self:
+                    if under.check_action(b.action, ()) is False:
+                        continue  # hidden: not allowed here (read-only, RBAC)
+                keys = ", ".join(_key_name(k) for k in b.key.split(","))
+                if (keys, b.description) in seen:
+                    continue
+                seen.add((keys, b.description))
+                table.add_row(keys, b.description or b.action, where)
+        with VerticalScroll():
+            yield Static("[b]kvwatch keys[/b]  (esc closes)")
+            yield Static(table)
+
+    def action_dismiss(self) -> None:
+        self.dismiss()

@@ -1,0 +1,216 @@
+"""The fleet table: one row per replica, columns collapsing by priority to fit the width.
+
+Rows are keyed by replica name. A refresh with the same row order only rewrites the cells that
+changed (update_cell), so a steady screen sends almost nothing to the terminal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from tui.core.model import STALE, ReplicaView
+from tui.core.textsafe import clean
+
+from .format import pct, rate, secs, num
+from .sparkline import auto_top, spark
+from .verdict import colour_var, label
+
+SPARK_W = 12
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str
+    title: str
+    width: int
+    priority: int  # 0 = never dropped; larger = dropped first when narrow
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("name", "REPLICA", 18, 0),
+    Column("verdict", "VERDICT", 14, 0),
+    Column("kv", "KV", 9, 0),
+    Column("waiting", "WAIT", 5, 0),
+    Column("running", "RUN", 5, 0),
+    Column("preempt", "PRE/s", 6, 0),
+    Column("mem", "MEM%", 5, 0),
+    Column("util", "GPU%", 5, 0),
+    Column("ttft", "TTFT95", 7, 0),
+    Column("s_kv", "KV usage", SPARK_W, 1),
+    Column("s_queue", "queue", SPARK_W, 2),
+    Column("s_preempt", "preempt/s", SPARK_W, 2),
+    Column("s_mem", "GPU mem", SPARK_W, 3),
+    Column("s_gpu", "GPU util", SPARK_W, 3),
+    Column("group", "GROUP", 14, 4),
+)
+
+
+def fit_columns(width: int) -> list[Column]:
+    """Columns for a terminal `width`: drop the highest priority numbers first, keep order."""
+    cols = list(COLUMNS)
+    name_col = cols[0]
+    for prio in sorted({c.priority for c in COLUMNS}, reverse=True):
+        if sum(c.width for c in cols) <= width or prio == 0:
+            break
+        cols = [c for c in cols if c.priority != prio]
+    total = sum(c.width for c in cols)
+    if total > width:  # still too wide (very narrow terminal): shrink the name column
+        shrink = min(total - width, name_col.width - 8)
+        cols[0] = Column(name_col.key, name_col.title, name_col.width - shrink, 0)
+    elif total < width and cols[-1].key != "group":
+        # Give spare width to names (long pod names are the norm).
+        cols[0] = Column(name_col.key, name_col.title, min(40, name_col.width + (width - total) // 2), 0)
+    return cols
+
+
+def kv_bar(v: float | None, width: int) -> str:
+    if v is None:
+        return "–".rjust(width)
+    label_ = f"{v * 100:3.0f}%"
+    bar_w = max(0, width - len(label_) - 1)
+    filled = round(max(0.0, min(1.0, v)) * bar_w)
+    return "█" * filled + "░" * (bar_w - filled) + " " + label_
+
+
+class FleetTable(DataTable):
+    """DataTable of ReplicaViews. `palette` maps theme variable names to colours."""
+
+    DEFAULT_CSS = """
+    FleetTable { height: 1fr; }
+    """
+
+    def __init__(self, palette: Callable[[], Mapping[str, str]], thresholds=None, **kw) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kw)
+        self._palette = palette
+        self._thresholds = thresholds
+        self._cols: list[Column] = []
+        self._order: list[str] = []
+        self._cells: dict[str, tuple[Text, ...]] = {}
+        self.views: dict[str, ReplicaView] = {}
+        self.ascii = False
+
+    # -- layout -----------------------------------------------------------------
+    def _ensure_columns(self) -> bool:
+        cols = fit_columns(max(40, self.size.width or 120))
+        if [c.key for c in cols] == [c.key for c in self._cols] and cols[0].width == (
+            self._cols[0].width if self._cols else -1
+        ):
+            return False
+        self._cols = cols
+        self.clear(columns=True)
+        for c in cols:
+            self.add_column(Text(c.title, style="bold"), width=c.width, key=c.key)
+        self._order, self._cells = [], {}
+        return True
+
+    def on_resize(self) -> None:
+        if self.views and self._ensure_columns():
+            self.show(list(self.views.values()))
+
+    # -- data -------------------------------------------------------------------
+    def selected_name(self) -> str | None:
+        if not self._order or self.cursor_row is None or self.cursor_row >= len(self._order):
+            return None
+        return self._order[self.cursor_row]
+
+    def show(self, views: list[ReplicaView]) -> None:
+        self._ensure_columns()
+        self.views = {v.name: v for v in views}
+        order = [v.name for v in views]
+        rows = {v.name: self._row(v) for v in views}
+        if order == self._order:
+            with self.app.batch_update():
+                for name in order:
+                    old, new = self._cells.get(name), rows[name]
+                    for i, (c, cell) in enumerate(zip(self._cols, new)):
+                        if old is None or old[i] != cell:
+                            self.update_cell(name, c.key, cell)
+            self._cells = rows
+            return
+        keep = self.selected_name()
+        with self.app.batch_update():
+            self.clear(columns=False)
+            for name in order:
+                self.add_row(*rows[name], key=name)
+        self._order, self._cells = order, rows
+        if keep in order:
+            self.move_cursor(row=order.index(keep), animate=False)
+
+    def _row(self, v: ReplicaView) -> tuple[Text, ...]:
+        pal = self._palette()
+        m = v.metrics
+        verdict_col = pal.get(colour_var(v.verdict), "white")
+        pressured = v.verdict == "kv-pressure"
+        row_bg = pal.get("pressure-row-bg") if pressured else None
+        crossed = pal.get("cell-crossed", "red")
+        t = self._thresholds
+        kv_hi = t.kv_high if t else 0.9
+        base = f"on {row_bg}" if row_bg else ""
+        dim = v.state != "ok"
+
+        out = []
+        w = 0
+
+        def cell(text: str, hot: bool = False, style: str = "", right: bool = True) -> Text:
+            # cell_padding is 0, so each cell carries its own one-space gap to stay aligned.
+            st = f"bold {crossed}" if hot else style
+            if dim and not hot:
+                st = f"{st} dim".strip()
+            if len(text) > w:
+                text = text[: w - 1] + "…"
+            if right:
+                body = " " + text.rjust(w)
+            else:  # the first column pads after itself, later ones before
+                body = text.ljust(w) + " " if k == "name" else " " + text.ljust(w)
+            return Text(body, style=f"{st} {base}".strip(), no_wrap=True)
+
+        for c in self._cols:
+            k, w = c.key, c.width - 1
+            if k == "name":
+                name = clean(v.name) + (" (stale)" if v.state == STALE else "")
+                out.append(cell(name, right=False))  # Text() is literal: no markup injection
+            elif k == "verdict":
+                out.append(cell(label(v.verdict, ascii=self.ascii), style=f"bold {verdict_col}", right=False))
+            elif k == "kv":
+                out.append(cell(kv_bar(m.kv_usage, w), hot=(m.kv_usage or 0) >= kv_hi))
+            elif k == "waiting":
+                out.append(cell(num(m.waiting), hot=pressured and (m.waiting or 0) > 0))
+            elif k == "running":
+                out.append(cell(num(m.running)))
+            elif k == "preempt":
+                out.append(cell(rate(m.preemptions_per_s), hot=(m.preemptions_per_s or 0) > (t.preempt_rate if t else 0)))
+            elif k == "mem":
+                out.append(cell(pct(m.gpu_memory_pct)))
+            elif k == "util":
+                low = pressured and m.gpu_util_pct is not None and m.gpu_util_pct < (t.gpu_util_low_pct if t else 60)
+                out.append(cell(pct(m.gpu_util_pct), hot=low))
+            elif k == "ttft":
+                out.append(cell(secs(m.ttft_p95_s)))
+            elif k.startswith("s_"):
+                out.append(self._spark_cell(v, k, w, pal, base))
+            elif k == "group":
+                out.append(cell(clean(v.group or ""), right=False))
+            else:
+                out.append(cell(""))
+        return tuple(out)
+
+    def _spark_cell(self, v: ReplicaView, key: str, width: int, pal: Mapping[str, str], base: str) -> Text:
+        s = v.series
+        if key == "s_kv":
+            vals, top, colour = s.get("kv_usage", ()), 1.0, pal.get("spark-kv")
+        elif key == "s_queue":
+            vals = s.get("waiting", ())
+            top, colour = auto_top(vals, 4.0), pal.get("spark-queue")
+        elif key == "s_preempt":
+            vals = s.get("preemptions_per_s", ())
+            top, colour = auto_top(vals, 1.0), pal.get("spark-preempt")
+        elif key == "s_mem":
+            vals, top, colour = s.get("gpu_memory_pct", ()), 100.0, pal.get("spark-mem")
+        else:
+            vals, top, colour = s.get("gpu_util_pct", ()), 100.0, pal.get("spark-gpu")
+        text = spark(vals, width, top, ascii=self.ascii)
+        return Text(" " + text, style=f"{colour or ''} {base}".strip(), no_wrap=True)

@@ -1,0 +1,93 @@
+"""Header lines: source and clock, fleet totals by verdict, and the KV-pressure banner."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping
+
+from rich.text import Text
+from textual.widgets import Static
+
+from tui.core.model import VERDICTS, FleetState
+from tui.core.textsafe import clean
+
+from .format import num, rate
+from .verdict import colour_var, label
+
+
+def _sum(state: FleetState, attr: str) -> float | None:
+    vals = [getattr(r.metrics, attr) for r in state.replicas if r.state == "ok"]
+    vals = [v for v in vals if v is not None]
+    return sum(vals) if vals else None
+
+
+class FleetHeader(Static):
+    DEFAULT_CSS = """
+    FleetHeader { height: 2; background: $panel; padding: 0 1; }
+    """
+
+    def __init__(self, palette: Callable[[], Mapping[str, str]], **kw) -> None:
+        super().__init__("", **kw)
+        self._palette = palette
+        self.title = "kvwatch"
+        self.mode = "live"  # "live", "paused", "replay"
+        self.flags: list[str] = []  # e.g. READONLY, PRODUCTION
+        self.ascii = False
+
+    def show(self, state: FleetState) -> None:
+        pal = self._palette()
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("kvwatch", style="bold")
+        t.append(" │ ")
+        t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
+        t.append(" │ " + time.strftime("%H:%M:%S", time.localtime(state.ts)))
+        t.append(" │ ")
+        t.append({"live": "● live", "paused": "‖ paused", "replay": "▶ replay"}.get(self.mode, self.mode),
+                 style="bold")
+        for f in self.flags:
+            t.append(" ")
+            t.append(f" {f} ", style="bold reverse")
+        t.append("\n")
+        counts = state.counts()
+        t.append(f"{len(state.replicas)} replicas:", style="bold")
+        for v in VERDICTS:
+            if counts.get(v):
+                t.append(" ")
+                t.append(f"{counts[v]} {label(v, ascii=self.ascii)}", style=pal.get(colour_var(v), ""))
+        t.append(" │ run ")
+        t.append(num(_sum(state, "running")))
+        t.append(" wait ")
+        t.append(num(_sum(state, "waiting")))
+        t.append(" │ gen ")
+        t.append(num(_sum(state, "gen_tokens_per_s")) + " tok/s")
+        t.append(" │ preempt ")
+        t.append(rate(_sum(state, "preemptions_per_s")) + "/s")
+        self.update(t)
+
+
+class PressureBanner(Static):
+    """Shown only while at least one replica is in kv-pressure: impossible to miss."""
+
+    DEFAULT_CSS = """
+    PressureBanner { height: 1; display: none; text-style: bold; padding: 0 1; }
+    PressureBanner.-on { display: block; }
+    """
+
+    def __init__(self, palette: Callable[[], Mapping[str, str]], **kw) -> None:
+        super().__init__("", **kw)
+        self._palette = palette
+
+    def show(self, state: FleetState) -> None:
+        hot = [r.name for r in state.replicas if r.verdict == "kv-pressure"]
+        self.set_class(bool(hot), "-on")
+        if not hot:
+            return
+        pal = self._palette()
+        names = ", ".join(clean(n) for n in hot[:4]) + (f" +{len(hot) - 4}" if len(hot) > 4 else "")
+        t = Text(no_wrap=True, overflow="ellipsis",
+                 style=f"bold {pal.get('banner-fg', 'white')} on {pal.get('banner-bg', 'red')}")
+        t.append(f"▲ KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}: ")
+        t.append(names)
+        t.append("  · enter: evidence")
+        self.styles.background = pal.get("banner-bg", "red")
+        self.update(t)

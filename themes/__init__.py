@@ -19,7 +19,7 @@ VERDICT_DEFAULTS = {
     "verdict-compute-bound": "#5dade2",
     "verdict-unknown": "#7f8c8d",
     "verdict-healthy": "#2ecc71",
-    "pressure-row-bg": "#3a1114",
+    "pressure-row-bg": "#4d1418",
     "banner-bg": "#b3001b",
     "banner-fg": "#ffffff",
     "spark-kv": "#e67e22",
@@ -29,6 +29,7 @@ VERDICT_DEFAULTS = {
     "spark-gpu": "#3498db",
     "cell-crossed": "#ff4d4f",
     "production-bg": "#8b0000",
+    "banner-text-style": "bold",  # the monochrome theme adds reverse: its colours are stripped
 }
 
 DARK = Theme(
@@ -47,5 +48,153 @@ DARK = Theme(
     variables=dict(VERDICT_DEFAULTS),
 )
 
-THEMES: dict[str, Theme] = {DARK.name: DARK}
+
+def _vars(**over: str) -> dict[str, str]:
+    return {**VERDICT_DEFAULTS, **{k.replace("_", "-"): v for k, v in over.items()}}
+
+
+LIGHT = Theme(
+    name="kvwatch-light",
+    primary="#0b5cad",
+    secondary="#5a6b7f",
+    accent="#b35900",
+    warning="#a66300",
+    error="#c0001a",
+    success="#1a7f37",
+    foreground="#1c2128",
+    background="#fafbfc",
+    surface="#eef1f4",
+    panel="#dde3ea",
+    dark=False,
+    variables=_vars(
+        verdict_kv_pressure="#c0001a",
+        verdict_node_fault="#a3007d",
+        verdict_down="#5f6368",
+        verdict_stalled="#b34700",
+        verdict_concurrency_capped="#8a6d00",
+        verdict_host_bound="#a65e00",
+        verdict_compute_bound="#0b5cad",
+        verdict_unknown="#6e7781",
+        verdict_healthy="#1a7f37",
+        pressure_row_bg="#ffd7db",
+        banner_bg="#c0001a",
+        banner_fg="#ffffff",
+        spark_kv="#b35900",
+        spark_queue="#8a6d00",
+        spark_preempt="#c0001a",
+        spark_mem="#6f42c1",
+        spark_gpu="#0b5cad",
+        cell_crossed="#c0001a",
+        production_bg="#ffb3b3",
+    ),
+)
+
+# Pure black and white plus fully saturated colours; the pressure row is a solid red block.
+HIGH_CONTRAST = Theme(
+    name="kvwatch-high-contrast",
+    primary="#00ffff",
+    secondary="#ffffff",
+    accent="#ffff00",
+    warning="#ffff00",
+    error="#ff0000",
+    success="#00ff00",
+    foreground="#ffffff",
+    background="#000000",
+    surface="#000000",
+    panel="#202020",
+    dark=True,
+    luminosity_spread=0.3,
+    text_alpha=1.0,
+    variables=_vars(
+        verdict_kv_pressure="#ff3030",
+        verdict_node_fault="#ff00ff",
+        verdict_down="#ffffff",
+        verdict_stalled="#ff9900",
+        verdict_concurrency_capped="#ffff00",
+        verdict_host_bound="#ffcc00",
+        verdict_compute_bound="#00ffff",
+        verdict_unknown="#c0c0c0",
+        verdict_healthy="#00ff00",
+        pressure_row_bg="#800000",
+        banner_bg="#ff0000",
+        banner_fg="#ffffff",
+        spark_kv="#ffffff",
+        spark_queue="#ffff00",
+        spark_preempt="#ff3030",
+        spark_mem="#ff00ff",
+        spark_gpu="#00ffff",
+        cell_crossed="#ffff00",
+        production_bg="#ff0000",
+        block_cursor_text_style="bold reverse",
+    ),
+)
+
+# Okabe-Ito, the palette most readers with any colour-vision deficiency can tell apart; no
+# verdict relies on a red/green pair, and every verdict also carries its symbol and word.
+COLORBLIND = Theme(
+    name="kvwatch-colorblind",
+    primary="#56b4e9",
+    secondary="#999999",
+    accent="#e69f00",
+    warning="#e69f00",
+    error="#d55e00",
+    success="#009e73",
+    foreground="#e6e6e6",
+    background="#101214",
+    surface="#181b1f",
+    panel="#23272d",
+    dark=True,
+    variables=_vars(
+        verdict_kv_pressure="#d55e00",  # vermillion
+        verdict_node_fault="#cc79a7",  # reddish purple
+        verdict_down="#999999",  # grey
+        verdict_stalled="#e69f00",  # orange
+        verdict_concurrency_capped="#f0e442",  # yellow
+        verdict_host_bound="#0072b2",  # blue
+        verdict_compute_bound="#56b4e9",  # sky blue
+        verdict_unknown="#bbbbbb",
+        verdict_healthy="#009e73",  # bluish green
+        pressure_row_bg="#4a2100",
+        banner_bg="#d55e00",
+        banner_fg="#000000",
+        spark_kv="#e69f00",
+        spark_queue="#f0e442",
+        spark_preempt="#d55e00",
+        spark_mem="#cc79a7",
+        spark_gpu="#56b4e9",
+        cell_crossed="#d55e00",
+        production_bg="#cc79a7",
+    ),
+)
+
+# Used with NO_COLOR or a terminal without colours: the app also strips every colour from the
+# output (tui.terminal.StripColor), so emphasis comes from bold and reverse only.
+MONO = Theme(
+    name="kvwatch-mono",
+    primary="#ffffff",
+    secondary="#c0c0c0",
+    accent="#ffffff",
+    warning="#ffffff",
+    error="#ffffff",
+    success="#ffffff",
+    foreground="#ffffff",
+    background="#000000",
+    surface="#000000",
+    panel="#000000",
+    dark=True,
+    variables={
+        **{k: "#ffffff" for k in VERDICT_DEFAULTS if k != "banner-text-style"},
+        "pressure-row-bg": "#000000",
+        "banner-bg": "#000000",
+        "production-bg": "#000000",
+        "banner-text-style": "bold reverse",
+        "block-cursor-text-style": "bold reverse",
+        "block-cursor-blurred-text-style": "reverse",
+        "input-cursor-text-style": "reverse",
+        "footer-key-foreground": "#ffffff",
+    },
+)
+
+THEMES: dict[str, Theme] = {t.name: t for t in (DARK, LIGHT, HIGH_CONTRAST, COLORBLIND, MONO)}
 DEFAULT_THEME = DARK.name
+MONO_THEME = MONO.name

@@ -9,16 +9,19 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Mapping
 
 from textual import work
 from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 
-from themes import DEFAULT_THEME, THEMES, VERDICT_DEFAULTS
+from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
+from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
+
+from .terminal import StripColor, detect
 
 
 class FleetUpdated(Message):
@@ -39,6 +42,13 @@ class KvwatchApp(App):
         Binding("p", "toggle_pause", "Pause", id="pause"),
         Binding("ctrl+r", "refresh_now", "Refresh", show=False, id="refresh"),
         Binding("ctrl+s", "screenshot", "Screenshot", show=False, id="screenshot"),
+        Binding("ctrl+t", "cycle_theme", "Next theme", show=False, id="cycle_theme"),
+        Binding("ctrl+b", "toggle_bell", "Bell on kv-pressure", show=False, id="bell"),
+        # replay only (check_action hides them in live modes)
+        Binding("less_than_sign", "replay_step(-1)", "Step back", id="replay_back"),
+        Binding("greater_than_sign", "replay_step(1)", "Step", id="replay_forward"),
+        Binding("n", "replay_next_change", "Next change", id="replay_next"),
+        Binding("t", "replay_seek", "Seek", id="replay_seek"),
     ]
 
     def __init__(
@@ -52,20 +62,42 @@ class KvwatchApp(App):
         screenshot_dir: str | Path = ".",
         on_shutdown: Callable[[], None] | None = None,
         autostart: bool = True,
+        mode: str = "live",
+        config: Config | None = None,
+        context: str | None = None,
+        no_color: bool | None = None,
+        notices: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
         self.monitor = monitor
         self.interval = interval
-        self.readonly = readonly
+        self.mode = mode  # "live" or "replay"; mitigation keys check it (replay: read-only)
+        self.config = config or Config()
+        self._cli_readonly = readonly or mode == "replay"
+        self.readonly = self._cli_readonly
+        self.production = False
+        self.context: str | None = None
         self.ascii = ascii
         self.paused = False
         self.screenshot_dir = Path(screenshot_dir)
         self._on_shutdown = on_shutdown
         self._autostart = autostart
         self._palette: dict[str, str] | None = None
-        self._theme_name = theme or DEFAULT_THEME
+        self._cli_theme = theme
+        self._theme_name = theme or self.config.theme or DEFAULT_THEME
         self.last_error: str | None = None
         self.refreshes = 0
+        self.bell_on = self.config.bell
+        self.alerts: list[tuple[float, tuple[str, ...]]] = []  # (ts, replicas entering kv-pressure)
+        self._hot: set[str] | None = None  # replicas in kv-pressure at the last refresh
+        self.notices = list(notices) + [str(p) for p in self.config.problems]
+        # NO_COLOR / no colours: the monochrome theme, and no colour escape sequence at all.
+        self.no_color_output = detect().no_color if no_color is None else no_color
+        if self.no_color_output:
+            self._filters = [f for f in self._filters if type(f).__name__ not in ("Monochrome", "NoColor")]
+            self._filters.append(StripColor())
+            self._theme_name = MONO_THEME
+        self.apply_context(context, startup=True)
 
     # -- theme ------------------------------------------------------------------
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -83,12 +115,71 @@ class KvwatchApp(App):
     def on_mount(self) -> None:
         for t in THEMES.values():
             self.register_theme(t)
-        self.theme = self._theme_name if self._theme_name in self.available_themes else DEFAULT_THEME
+        if self._theme_name not in self.available_themes:
+            why = f"unknown theme {self._theme_name!r} (known: {', '.join(THEMES)}); using {DEFAULT_THEME}"
+            self.notices.append(f"--theme: {why}" if self._cli_theme else str(self.config.problem(("theme",), why)))
+            self._theme_name = DEFAULT_THEME
+        self.theme = self._theme_name
+        self._apply_keymap()
         from .screens.fleet import FleetScreen
 
         self.push_screen(FleetScreen())
+        for note in self.notices:
+            self.notify(note, title="config", severity="warning", timeout=12, markup=False)
         if self._autostart:
-            self.poll_loop()
+            if self.mode == "replay":
+                self.replay_loop()
+            else:
+                self.poll_loop()
+
+    def _apply_keymap(self) -> None:
+        """User key remapping by binding id; an id no screen knows is reported, not fatal."""
+        keys = dict(self.config.keys)
+        if not keys:
+            return
+        from .bindings import binding_ids
+
+        known = binding_ids()
+        for bid in sorted(set(keys) - set(known)):
+            self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid}: no such binding id "
+                                                        "(see `kvwatch config show`)")))
+            del keys[bid]
+        self.set_keymap(keys)
+
+    # -- contexts (k9s skins: production looks different) -------------------------------------
+    def apply_context(self, context: str | None, startup: bool = False) -> None:
+        """Switch to a kube context's profile from the config: theme, read-only, production."""
+        self.context = context
+        prof = self.config.profile_for(context)
+        self.readonly = self._cli_readonly or bool(prof and prof.readonly)
+        self.production = bool(prof and prof.production)
+        if prof and prof.theme and not self._cli_theme and not self.no_color_output:
+            self._theme_name = prof.theme
+            if not startup and prof.theme in self.available_themes:
+                self.theme = prof.theme
+        if not startup:
+            self.refresh_bindings()
+            for screen in self.screen_stack:
+                hook = getattr(screen, "on_flags_changed", None)
+                if hook:
+                    hook()
+
+    def flags(self) -> list[str]:
+        """Badges for the header."""
+        out = []
+        if self.production:
+            out.append("PRODUCTION")
+        if self.readonly and self.mode != "replay":
+            out.append("READONLY")
+        return out
+
+    def header_mode(self) -> tuple[str, str]:
+        """(mode, status) for the header: live/paused, or replay with speed and position."""
+        if self.mode != "replay":
+            return ("paused" if self.paused else "live"), ""
+        src = self.monitor.source
+        return ("replay" if src.playing else "replay-paused",
+                f"{src.speed:g}x {src.pos}/{len(src.rounds)}")
 
     async def on_unmount(self) -> None:
         src = self.monitor.source
@@ -125,9 +216,24 @@ class KvwatchApp(App):
         self.last_error = msg.error
         if msg.error:
             self.notify(msg.error, severity="error", timeout=6, markup=False)
+        if msg.state is not None and self.mode == "live":
+            self._alert(msg.state)
         if self.paused or msg.state is None:
             return
         self.draw(msg.state)
+
+    def _alert(self, state: FleetState) -> None:
+        """Bell and notification once per entry into kv-pressure (not on every refresh)."""
+        hot = {r.name for r in state.replicas if r.verdict == "kv-pressure"}
+        new = tuple(sorted(hot - (self._hot or set())))
+        self._hot = hot
+        if not new:
+            return
+        self.alerts.append((state.ts, new))
+        if self.bell_on:
+            self.bell()
+            self.notify(", ".join(new), title="entered kv-pressure", severity="warning", timeout=8,
+                        markup=False)
 
     def draw(self, state: FleetState) -> None:
         for screen in self.screen_stack:
@@ -137,6 +243,9 @@ class KvwatchApp(App):
 
     # -- actions ----------------------------------------------------------------
     def action_toggle_pause(self) -> None:
+        if self.mode == "replay":
+            self._replay_toggle()
+            return
         self.paused = not self.paused
         self.notify("paused: collection continues" if self.paused else "live", timeout=2)
         if not self.paused:
@@ -155,6 +264,117 @@ class KvwatchApp(App):
         self.push_screen(HelpScreen())
 
     def action_screenshot(self) -> None:
-        self.screenshot_dir.mkdir(parents=True, exist_ok=True)
-        path = self.save_screenshot(path=str(self.screenshot_dir))
+        try:
+            self.screenshot_dir.mkdir(parents=True, exist_ok=True)
+            path = self.save_screenshot(path=str(self.screenshot_dir))
+        except OSError as e:
+            self.notify(f"screenshot failed: {e.strerror or e}", severity="error", timeout=6, markup=False)
+            return
         self.notify(f"saved {path}", timeout=4, markup=False)
+
+    def action_cycle_theme(self) -> None:
+        if self.no_color_output:
+            self.notify("NO_COLOR is set (or the terminal has no colours): monochrome only", timeout=3)
+            return
+        names = list(THEMES)
+        nxt = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
+        self.theme = nxt
+        self.notify(f"theme {nxt}", timeout=2, markup=False)
+
+    def action_toggle_bell(self) -> None:
+        self.bell_on = not self.bell_on
+        self.notify("bell on kv-pressure: " + ("on" if self.bell_on else "off"), timeout=2)
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action.startswith("replay_") and self.mode != "replay":
+            return False  # hidden outside replay
+        return True
+
+    # -- replay -----------------------------------------------------------------
+    @work(exclusive=True, group="poll", exit_on_error=False)
+    async def replay_loop(self) -> None:
+        """Feed due polls of the recording to the Monitor one at a time; draw after each batch."""
+        while True:
+            src = self.monitor.source
+            n = 0
+            while src.due():
+                await self.monitor.refresh()
+                src.remember(self.monitor)
+                n += 1
+                if n % 50 == 0:
+                    await asyncio.sleep(0)  # a fast replay must not starve the keyboard
+            if n:
+                self.refreshes += n
+                self.post_message(FleetUpdated(self.monitor.state, None))
+            if src.at_end and src.playing:
+                src.pause()
+                self.notify("end of the recording", timeout=4)
+                self._replay_drawn()
+            await asyncio.sleep(0.1)
+
+    def _replay_drawn(self) -> None:
+        self.draw(self.monitor.state)
+        for screen in self.screen_stack:
+            hook = getattr(screen, "on_pause_changed", None)
+            if hook:
+                hook(self.paused)
+
+    def _replay_toggle(self) -> None:
+        src = self.monitor.source
+        if src.playing:
+            src.pause()
+        else:
+            if src.at_end:
+                self.replay_goto(1)
+            src.play()
+        self._replay_drawn()
+
+    def replay_goto(self, k: int) -> None:
+        """Show the recording after its first k polls (k >= 1), paused; rebuilt from the start."""
+        from tui.core.sources.replay import rebuild
+
+        src = self.monitor.source
+        src.pause()
+        k = max(1, min(k, len(src.rounds)))
+        if k != src.pos:
+            if k > src.pos:
+                while src.pos < k:
+                    self.monitor.ingest(src.take())
+                    src.remember(self.monitor)
+            else:
+                self.monitor = rebuild(self.monitor, src, k)
+        self._replay_drawn()
+
+    def action_replay_step(self, delta: int) -> None:
+        src = self.monitor.source
+        if delta > 0 and src.at_end:
+            self.notify("end of the recording", timeout=2)
+        elif delta < 0 and src.pos <= 1:
+            self.notify("start of the recording", timeout=2)
+        self.replay_goto(src.pos + delta)
+
+    def action_replay_next_change(self) -> None:
+        from tui.core.sources.replay import next_change, rebuild
+
+        src = self.monitor.source
+        src.pause()
+        k0 = src.pos
+        changes = next_change(self.monitor, src)
+        if changes is None:
+            self.monitor = rebuild(self.monitor, src, k0)
+            self.notify("no verdict change after this point", timeout=3)
+        else:
+            when = time.strftime("%H:%M:%S", time.localtime(src.position_ts))
+            text = "; ".join(f"{n}: {a} -> {b}" for n, a, b in changes[:4])
+            more = f" (+{len(changes) - 4})" if len(changes) > 4 else ""
+            self.notify(f"{when} {text}{more}", title="verdict change", timeout=8, markup=False)
+        self._replay_drawn()
+
+    def action_replay_seek(self) -> None:
+        from .screens.seek import SeekScreen
+
+        def done(ts: float | None) -> None:
+            if ts is not None:
+                self.replay_goto(self.monitor.source.index_at(ts))
+
+        self.push_screen(SeekScreen(self.monitor.source), done)

@@ -11,6 +11,10 @@ import importlib
 import os
 import sys
 
+from .core.config import DefaultFloat, DefaultStr
+
+THEME_NAMES = ("kvwatch-dark", "kvwatch-light", "kvwatch-high-contrast", "kvwatch-colorblind", "kvwatch-mono")
+
 # Subcommand modules; each exposes register(subparsers) and sets `func` on its parser.
 COMMANDS = [
     "tui.commands.demo",
@@ -32,17 +36,26 @@ examples:
 
 def live_options() -> argparse.ArgumentParser:
     """Options every live mode takes (a parent parser, so `demo` and the top level share them)."""
+    from .core.record.writer import DEFAULT_MAX_BYTES, DEFAULT_ROTATE
+
+    cap = DEFAULT_MAX_BYTES // (1024 * 1024)
     p = argparse.ArgumentParser(add_help=False)
     g = p.add_argument_group("live view")
-    g.add_argument("--interval", type=float, default=1.0, help="seconds between refreshes (default 1)")
+    g.add_argument("--interval", type=float, default=DefaultFloat(1.0),
+                   help="seconds between refreshes (default 1, or refresh_interval in the config)")
     g.add_argument("--json", action="store_true", help="headless: print one JSON object per refresh")
     g.add_argument("--duration", type=float, default=None, help="with --json: stop after this many seconds")
     g.add_argument("--readonly", action="store_true", help="never send a mutating request; hide mitigation keys")
-    g.add_argument("--theme", default=None, help="colour theme (see `kvwatch config show`)")
-    g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (TERM=linux consoles)")
+    g.add_argument("--theme", default=None, help=f"colour theme: {', '.join(THEME_NAMES)} (ctrl+t cycles; "
+                   "NO_COLOR forces kvwatch-mono)")
+    g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (automatic for TERM=linux consoles)")
     g.add_argument("--record", metavar="FILE", default=None,
-                   help="append every scrape to FILE (JSON lines, gzip if FILE ends in .gz)")
-    g.add_argument("--screenshot-dir", default=".", help="where ctrl+s writes SVG screenshots")
+                   help="append every scrape to FILE (JSON lines, gzip if FILE ends in .gz) for `kvwatch "
+                        f"replay` and `kvwatch diagnose`; size is bounded: at {cap} MiB FILE rotates to "
+                        f"FILE.1 and at most {DEFAULT_ROTATE} old files are kept ({cap * (DEFAULT_ROTATE + 1)} "
+                        "MiB in all)")
+    g.add_argument("--screenshot-dir", default=DefaultStr("."),
+                   help="where ctrl+s writes SVG screenshots (default: screenshot_dir in the config, else .)")
     return p
 
 
@@ -87,12 +100,21 @@ def run_live(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return run(args, direct_source(args))
+    try:
+        source = direct_source(args)
+    except ValueError as e:
+        print(f"kvwatch: bad --url: {e}", file=sys.stderr)
+        return 2
+    return run(args, source)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "config_defaults", True):  # the config file fills the flags not given
+        from .launch import apply_config
+
+        apply_config(args)
     try:
         return args.func(args) or 0
     except KeyboardInterrupt:

@@ -4,30 +4,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import sys
 from typing import Callable
 
+from .core.config import Config, is_default, load_config
 from .core.monitor import Monitor
 from .core.sources.base import Source
 
 
-def normalise_url(url: str) -> str:
-    url = url.strip()
-    if "://" not in url:
-        url = "http://" + url
-    return url if url.rstrip("/").endswith("/metrics") else url.rstrip("/") + "/metrics"
-
-
 def direct_source(args: argparse.Namespace) -> Source:
-    from .core.sources.direct import DirectSource, Target
+    """DirectSource for --url/--gpu-url; ValueError with a user message on a bad URL."""
+    from .core.sources.direct import DirectSource, Target, normalize_url
 
     gpu_urls = list(args.gpu_url) + [None] * len(args.url)
     targets = []
     for url, gpu in zip(args.url, gpu_urls):
-        metrics_url = normalise_url(url)
+        metrics_url = normalize_url(url)
         name = metrics_url.split("://", 1)[1].rsplit("/metrics", 1)[0]
-        targets.append(Target(name=name, url=metrics_url, gpu_url=gpu))
+        targets.append(Target(name=name, url=metrics_url, gpu_url=normalize_url(gpu) if gpu else None))
     desc = f"direct: {len(targets)} server{'s' if len(targets) != 1 else ''}"
     return DirectSource(targets, timeout=args.timeout, description=desc)
 
@@ -40,23 +34,68 @@ def make_recorder(args: argparse.Namespace):
     return Recorder(args.record)
 
 
+def apply_config(args: argparse.Namespace, quiet: bool = False) -> Config:
+    """Load the config file once per run and fill in every option the user did not give.
+
+    Flags win over the file. Problems are printed here (the app repeats them as notifications)."""
+    cfg = getattr(args, "_config", None)
+    if cfg is not None:
+        return cfg
+    cfg = load_config()
+    args._config = cfg
+    if not quiet:
+        for p in cfg.problems:
+            print(f"kvwatch: config: {p}", file=sys.stderr)
+    if hasattr(args, "interval") and is_default(args.interval):
+        args.interval = cfg.refresh_interval
+    if hasattr(args, "screenshot_dir") and is_default(args.screenshot_dir):
+        args.screenshot_dir = cfg.screenshot_dir
+    for k in ("context", "namespace", "selector", "port"):
+        if hasattr(args, k) and getattr(args, k) is None and getattr(cfg, k) is not None:
+            setattr(args, k, getattr(cfg, k))
+    prof = cfg.profile_for(getattr(args, "context", None))
+    if prof is not None and prof.readonly and hasattr(args, "readonly"):
+        args.readonly = True  # a read-only context stays read-only whatever the flags say
+    return cfg
+
+
+def make_monitor(source: Source, cfg: Config, interval: float, on_scrapes=None) -> Monitor:
+    return Monitor(source, thresholds=cfg.thresholds, windows=cfg.windows,
+                   history_len=cfg.history_len(interval), on_scrapes=on_scrapes)
+
+
+def make_app(args: argparse.Namespace, monitor: Monitor, cfg: Config, **kw):
+    from .app import KvwatchApp
+    from .terminal import detect
+
+    ascii_only = bool(getattr(args, "ascii", False)) or detect().ascii
+    return KvwatchApp(monitor, args.interval, readonly=getattr(args, "readonly", False), theme=args.theme,
+                      ascii=ascii_only, screenshot_dir=args.screenshot_dir, config=cfg, **kw)
+
+
 def run(args: argparse.Namespace, source: Source, on_shutdown: Callable[[], None] | None = None) -> int:
-    recorder = make_recorder(args)
-    monitor = Monitor(source, on_scrapes=recorder.write if recorder else None)
+    cfg = apply_config(args)
+    try:
+        recorder = make_recorder(args)
+    except (OSError, ValueError) as e:
+        print(f"kvwatch: cannot record to {args.record}: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+        if on_shutdown is not None:
+            on_shutdown()
+        return 2
+    monitor = make_monitor(source, cfg, args.interval, on_scrapes=recorder.write if recorder else None)
     try:
         if args.json:
             from .core.headless import run_json
 
             return asyncio.run(run_json(monitor, args.interval, args.duration))
-        from .app import KvwatchApp
-
-        ascii_only = args.ascii or os.environ.get("TERM") == "linux"
-        app = KvwatchApp(monitor, args.interval, readonly=args.readonly, theme=args.theme, ascii=ascii_only,
-                         screenshot_dir=args.screenshot_dir)
+        context = getattr(args, "context", None) or getattr(source, "context", None)
+        app = make_app(args, monitor, cfg, context=context)
         app.run()
         return app.return_code or 0
     finally:
         if recorder is not None:
             recorder.close()
+            if recorder.error:
+                print(f"kvwatch: {recorder.error} ({args.record})", file=sys.stderr)
         if on_shutdown is not None:
             on_shutdown()

@@ -11,6 +11,7 @@ from typing import Callable, Mapping
 
 from rich.text import Text
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from tui.core.model import STALE, ReplicaView
 from tui.core.textsafe import clean
@@ -123,12 +124,21 @@ class FleetTable(DataTable):
         order = [v.name for v in views]
         rows = {v.name: self._row(v) for v in views}
         if order == self._order:
-            with self.app.batch_update():
-                for name in order:
-                    old, new = self._cells.get(name), rows[name]
-                    for i, (c, cell) in enumerate(zip(self._cols, new)):
-                        if old is None or old[i] != cell:
-                            self.update_cell(name, c.key, cell)
+            changed = []
+            for idx, name in enumerate(order):
+                old, new = self._cells.get(name), rows[name]
+                hit = False
+                for i, (c, cell) in enumerate(zip(self._cols, new)):
+                    # Text equality ignores the base style, so compare it explicitly.
+                    if old is None or old[i] != cell or old[i].style != cell.style:
+                        self._set_cell(name, c.key, cell)
+                        hit = True
+                if hit:
+                    changed.append(idx)
+            if changed:
+                self._update_count += 1  # DataTable's render caches key on this
+                for idx in changed:
+                    self.refresh_row(idx)
             self._cells = rows
             return
         keep = self.selected_name()
@@ -139,6 +149,12 @@ class FleetTable(DataTable):
         self._order, self._cells = order, rows
         if keep in order:
             self.move_cursor(row=order.index(keep), animate=False)
+
+    def _set_cell(self, row: str, col: str, value: Text) -> None:
+        """update_cell without its refresh(): that repaints the whole widget, every blank line
+        below the rows included, which is most of the bytes a steady screen sends. The caller
+        refreshes only the rows that changed (textual is pinned, so this private use is safe)."""
+        self._data[RowKey(row)][ColumnKey(col)] = value
 
     def _row(self, v: ReplicaView) -> tuple[Text, ...]:
         pal = self._palette()

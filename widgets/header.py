@@ -21,16 +21,21 @@ def _sum(state: FleetState, attr: str) -> float | None:
     return sum(vals) if vals else None
 
 
+MODES = {"live": "● live", "paused": "‖ paused", "replay": "▶ replay", "replay-paused": "‖ replay paused"}
+MODES_ASCII = {"live": "* live", "paused": "|| paused", "replay": "> replay", "replay-paused": "|| replay paused"}
+
+
 class FleetHeader(Static):
     DEFAULT_CSS = """
-    FleetHeader { height: 2; background: $panel; padding: 0 1; }
+    FleetHeader { height: 2; background: $panel; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, palette: Callable[[], Mapping[str, str]], **kw) -> None:
         super().__init__("", **kw)
         self._palette = palette
         self.title = "kvwatch"
-        self.mode = "live"  # "live", "paused", "replay"
+        self.mode = "live"  # "live", "paused", "replay", "replay-paused"
+        self.status = ""  # shown after the mode, e.g. replay speed and position
         self.flags: list[str] = []  # e.g. READONLY, PRODUCTION
         self.ascii = False
 
@@ -38,15 +43,31 @@ class FleetHeader(Static):
         pal = self._palette()
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("kvwatch", style="bold")
-        t.append(" │ ")
+        bar = " | " if self.ascii else " │ "
+        t.append(bar)
         t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
-        t.append(" │ " + time.strftime("%H:%M:%S", time.localtime(state.ts)))
-        t.append(" │ ")
-        t.append({"live": "● live", "paused": "‖ paused", "replay": "▶ replay"}.get(self.mode, self.mode),
-                 style="bold")
+        # A recording may be days old: replay shows the date too.
+        clock = "%Y-%m-%d %H:%M:%S" if self.mode.startswith("replay") else "%H:%M:%S"
+        t.append(bar + time.strftime(clock, time.localtime(state.ts)))
+        t.append(bar)
+        t.append((MODES_ASCII if self.ascii else MODES).get(self.mode, self.mode), style="bold")
+        if self.status:
+            t.append(" " + self.status)
         for f in self.flags:
             t.append(" ")
-            t.append(f" {f} ", style="bold reverse")
+            style = "bold reverse"
+            if f == "PRODUCTION":  # production contexts look different (k9s skins)
+                style = (f"{pal.get('banner-text-style', 'bold')} {pal.get('banner-fg', 'white')} "
+                         f"on {pal.get('production-bg', 'red')}")
+            t.append(f" {f} ", style=style)
+        t.append(bar + "run ")
+        t.append(num(_sum(state, "running")))
+        t.append(" wait ")
+        t.append(num(_sum(state, "waiting")))
+        t.append(bar + "gen ")
+        t.append(num(_sum(state, "gen_tokens_per_s")) + " tok/s")
+        t.append(bar + "preempt ")
+        t.append(rate(_sum(state, "preemptions_per_s")) + "/s")
         t.append("\n")
         counts = state.counts()
         t.append(f"{len(state.replicas)} replicas:", style="bold")
@@ -54,14 +75,6 @@ class FleetHeader(Static):
             if counts.get(v):
                 t.append(" ")
                 t.append(f"{counts[v]} {label(v, ascii=self.ascii)}", style=pal.get(colour_var(v), ""))
-        t.append(" │ run ")
-        t.append(num(_sum(state, "running")))
-        t.append(" wait ")
-        t.append(num(_sum(state, "waiting")))
-        t.append(" │ gen ")
-        t.append(num(_sum(state, "gen_tokens_per_s")) + " tok/s")
-        t.append(" │ preempt ")
-        t.append(rate(_sum(state, "preemptions_per_s")) + "/s")
         self.update(t)
 
 
@@ -69,13 +82,15 @@ class PressureBanner(Static):
     """Shown only while at least one replica is in kv-pressure: impossible to miss."""
 
     DEFAULT_CSS = """
-    PressureBanner { height: 1; display: none; text-style: bold; padding: 0 1; }
+    PressureBanner { height: 1; display: none; text-style: bold; padding: 0 1; text-wrap: nowrap;
+        text-overflow: ellipsis; }
     PressureBanner.-on { display: block; }
     """
 
     def __init__(self, palette: Callable[[], Mapping[str, str]], **kw) -> None:
         super().__init__("", **kw)
         self._palette = palette
+        self.ascii = False
 
     def show(self, state: FleetState) -> None:
         hot = [r.name for r in state.replicas if r.verdict == "kv-pressure"]
@@ -85,8 +100,9 @@ class PressureBanner(Static):
         pal = self._palette()
         names = ", ".join(clean(n) for n in hot[:4]) + (f" +{len(hot) - 4}" if len(hot) > 4 else "")
         t = Text(no_wrap=True, overflow="ellipsis",
-                 style=f"bold {pal.get('banner-fg', 'white')} on {pal.get('banner-bg', 'red')}")
-        t.append(f"▲ KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}: ")
+                 style=f"{pal.get('banner-text-style', 'bold')} {pal.get('banner-fg', 'white')} "
+                       f"on {pal.get('banner-bg', 'red')}")
+        t.append(f"{'!' if self.ascii else '▲'} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}: ")
         t.append(names)
         t.append("  · enter: evidence")
         self.styles.background = pal.get("banner-bg", "red")

@@ -8,7 +8,7 @@ rate()+histogram_quantile() would compute them.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Iterable
 
 from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape
@@ -54,6 +54,8 @@ class ReplicaHistory:
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:
         if scrape.ok:
+            if scrape.raw is not None:  # the page text was for the recorder; history keeps the parse
+                scrape = replace(scrape, raw=None)
             self.scrapes.append(scrape)
             self.last_ok = scrape
             self.first_error_ts = None
@@ -142,7 +144,7 @@ class ReplicaHistory:
             if d is not None and dt > 0:
                 cpu_rate = d / dt
         mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
-        return ReplicaMetrics(
+        m = ReplicaMetrics(
             kv_usage=sm.value("kv_usage"),
             waiting=sm.value("waiting"),
             waiting_capacity=sm.value("waiting_capacity"),
@@ -173,6 +175,12 @@ class ReplicaHistory:
             max_tokens_p95=q("max_tokens", 0.95),
             max_num_seqs=_float_or_none(mns),
         )
+        if s.derived:  # values the source derived itself (Prometheus) win
+            m = replace(m, **{k: v for k, v in s.derived.items() if k in _METRIC_FIELDS})
+        return m
+
+
+_METRIC_FIELDS = frozenset(f.name for f in fields(ReplicaMetrics))
 
 
 def _float_or_none(v: str | None) -> float | None:

@@ -185,6 +185,19 @@ class GpuSample:
     def xid_errors(self) -> float | None:
         return self._worst("xid_errors")
 
+    @property
+    def count(self) -> int:
+        return len(self.devices)
+
+    @property
+    def worst(self) -> GpuDevice | None:
+        """The device to show for the group: a faulty one first, then the fullest memory."""
+        def rank(d: GpuDevice) -> tuple:
+            fault = bool(d.throttle_reasons) or bool(d.ecc_uncorrected) or bool(d.xid_errors)
+            return (fault, d.memory_pct or 0.0, d.compute_pct or 0.0)
+
+        return max(self.devices, key=rank) if self.devices else None
+
 
 @dataclass(frozen=True, slots=True)
 class PodInfo:
@@ -217,6 +230,9 @@ class Scrape:
     pod: PodInfo | None = None
     group: str | None = None  # owner (Deployment/StatefulSet) or a user-given group
     latency_s: float | None = None  # how long the scrape took
+    # ReplicaMetrics fields the source already derived (Prometheus: server-side rates and
+    # quantiles); they take precedence over the history's own derivation from `sample`.
+    derived: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -66,6 +66,7 @@ class FleetScreen(Screen):
         self.filter = ""
         self.faults_only = False
         self.sort = "severity"
+        self._placed: dict[str, tuple[str, int]] = {}  # name -> (verdict, row) as last drawn
         self.state: FleetState | None = None
 
     def compose(self) -> ComposeResult:
@@ -82,9 +83,9 @@ class FleetScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
         header = self.query_one(FleetHeader)
-        header.ascii = self.app.ascii
-        if self.app.readonly:
-            header.flags.append("READONLY")
+        header.ascii = self.query_one(PressureBanner).ascii = self.app.ascii
+        header.flags = self.app.flags()
+        header.mode, header.status = self.app.header_mode()
         if self.app.monitor.state.replicas:
             self.show_state(self.app.monitor.state)
 
@@ -93,20 +94,38 @@ class FleetScreen(Screen):
         rows = [v for v in state.replicas if match_filter(v, self.filter)]
         if self.faults_only:
             rows = [v for v in rows if v.verdict not in ("healthy", "unknown")]
-        return sorted(rows, key=SORTS[self.sort])
+        if self.sort != "severity":
+            return sorted(rows, key=SORTS[self.sort])
+        # Sticky within a verdict: rows move only when their verdict changes, not every time two
+        # KV values swap. A jumping table is hard to read, and a reorder repaints every row
+        # (bytes on a slow SSH link); a row entering a verdict joins the end of its group.
+        prev = self._placed
+        key = lambda v: (SEVERITY.get(v.verdict, 99), *(  # noqa: E731
+            (0, prev[v.name][1], 0.0, "") if prev.get(v.name, (None,))[0] == v.verdict
+            else (1, 0, -(v.metrics.kv_usage or 0.0), v.name)))
+        rows = sorted(rows, key=key)
+        self._placed = {v.name: (v.verdict, i) for i, v in enumerate(rows)}
+        return rows
 
     def show_state(self, state: FleetState) -> None:
         self.state = state
-        self.query_one(FleetHeader).show(state)
+        header = self.query_one(FleetHeader)
+        header.mode, header.status = self.app.header_mode()
+        header.show(state)
         self.query_one(PressureBanner).show(state)
         self.query_one(FleetTable).show(self.visible(state))
         self._update_strip()
 
     def on_pause_changed(self, paused: bool) -> None:
         header = self.query_one(FleetHeader)
-        header.mode = "paused" if paused else "live"
+        header.mode, header.status = self.app.header_mode()
         if self.state is not None:
             header.show(self.state)
+
+    def on_flags_changed(self) -> None:
+        """The kube context changed: READONLY / PRODUCTION badges follow the config profile."""
+        self.query_one(FleetHeader).flags = self.app.flags()
+        self.on_pause_changed(self.app.paused)
 
     def _update_strip(self) -> None:
         table = self.query_one(FleetTable)

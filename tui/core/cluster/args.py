@@ -530,11 +530,10 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
 
     occ: dict[str, _Occurrence] = {}
     raw_values: dict[str, tuple[str, _Tok | None]] = {}
-    style_eq = style_us = False
-    nflags = 0
+    n_eq = n_us = nflags = 0
     i = 0
     # A positional model right after `vllm serve`.
-    if form in ("vllm serve", "shell") and body and not body[0].value.startswith("-"):
+    if form in ("vllm serve", "shell", "image entrypoint") and body and not body[0].value.startswith("-"):
         raw_values["model"] = (body[0].value, body[0])
         i = 1
     while i < len(body):
@@ -545,10 +544,8 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
             continue
         nflags += 1
         flag, eq, inline = v.partition("=")
-        if eq:
-            style_eq = True
-        if "_" in flag.lstrip("-"):
-            style_us = True
+        n_eq += bool(eq)
+        n_us += "_" in flag.lstrip("-")
         cname = canonical(flag)
         negated = False
         if cname.startswith("no-") and SPECS.get(cname[3:], None) is not None and SPECS[cname[3:]].kind == "bool":
@@ -588,8 +585,7 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
             values[n] = ArgValue(n, default_for(n, generation), "default", note=spec.note)
             continue
         text, tok = raw_values[n]
-        eq_tok = tok if (tok is not None and n in occ and occ[n].inline is not None) else None
-        resolved, env_var, note = _resolve(text, None if eq_tok else tok, env)
+        resolved, env_var, note = _resolve(text, tok, env)
         if resolved is None:
             values[n] = ArgValue(n, None, "env" if env_var else "flag", text, env_var, note)
             warnings.append(f"--{n}: {note}")
@@ -611,8 +607,8 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
         tuple(warnings),
         occ,
         last,
-        style_eq and nflags > 0,
-        style_us,
+        n_eq * 2 > nflags,  # new flags follow the style most existing ones use
+        n_us * 2 > nflags,
     )
 
 
@@ -755,7 +751,7 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def _sh_word(text: str, original: str | None = None) -> str:
+def _sh_word(text: str) -> str:
     if re.fullmatch(r"[\w@%+=:,./-]+", text):
         return text
     return shlex.quote(text)
@@ -808,7 +804,7 @@ def rewrite_container(container: Mapping[str, Any], cmd: VllmCommand, changes: M
             if spec.kind == "bool":
                 if cmd.generation == "v0" and val is False:
                     continue  # V0 has no --no-X; absent already means off there
-                appends.append((("--" if val else "--no-") + name.replace("-", "_" if cmd._style_us else "-"),))
+                appends.append((flag_text(name if val else "no-" + name),))
             elif cmd._style_eq:
                 appends.append((f"{flag_text(name)}={text}",))
             else:
@@ -839,7 +835,6 @@ def rewrite_container(container: Mapping[str, Any], cmd: VllmCommand, changes: M
     end = cmd._end
     if appends:
         if end is None:
-            target = ("args", len(lists["args"]))
             lists["args"].extend(t for group in appends for t in group)
             changed.add("args")
         elif end.in_script:
@@ -1029,3 +1024,28 @@ def previous_args_annotation(container: Mapping[str, Any]) -> str:
     """What kvwatch records before an edit, so a later roll back can restore it exactly."""
     keep = {k: container.get(k) for k in ("name", "command", "args", "env") if container.get(k) is not None}
     return json.dumps(keep, separators=(",", ":"), sort_keys=True)
+
+
+def observed_from_cache_config(cache_config: Mapping[str, Any], max_num_seqs: float | None = None) -> dict[str, Any]:
+    """What the running engine reports about its own settings (`vllm:cache_config_info` labels),
+    as flag values; these beat documented defaults when a flag is absent from the spec."""
+    out: dict[str, Any] = {}
+    for label, name in (
+        ("gpu_memory_utilization", "gpu-memory-utilization"),
+        ("block_size", "block-size"),
+        ("cache_dtype", "kv-cache-dtype"),
+        ("enable_prefix_caching", "enable-prefix-caching"),
+    ):
+        raw = cache_config.get(label)
+        if raw in (None, "", "None"):
+            continue
+        try:
+            out[name] = coerce(name, raw)
+        except ArgError:
+            continue
+    swap = _num(cache_config, "swap_space_bytes")
+    if swap is not None:
+        out["swap-space"] = swap / GiB
+    if max_num_seqs:
+        out["max-num-seqs"] = int(max_num_seqs)
+    return out

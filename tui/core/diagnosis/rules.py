@@ -2,122 +2,420 @@
 
 vLLM pre-allocates its KV pool, so nvidia-smi's GPU memory sits near gpu_memory_utilization
 whether the cache is full or empty: GPU memory is necessary evidence but never decides a
-verdict. vLLM's own KV usage, waiting queue, preemption rate and batch size do.
+verdict. vLLM's own KV usage, waiting queue, preemption rate, batch size and token progress do.
+
+Order of the rules (first match wins), most specific first:
+  node-fault          a throttling / ECC / XID GPU: never tune the server, divert
+  stalled             requests in flight, no engine progress (or waiting is all "deferred")
+  kv-pressure         KV near the ceiling AND (preempting OR requests waiting for capacity)
+  host-bound          API server near one core while the GPU idles
+  compute-bound       GPU busy, batching effective, no KV pressure (with a queue at the cap
+                      only when the GPU is saturated: raising the cap cannot help then)
+  concurrency-capped  queue held with KV headroom, nothing preempted, running pinned at a cap
+  healthy             none of the above
+
+A per-scrape classification feeds a small state machine (see `_Tracker`): a new verdict must
+hold `sustain_points` scrapes in a row before it replaces the current one (one scrape for
+node-fault and stalled, whose conditions already demand persistence), and kv-pressure is left
+only below `kv_clear` after `recent_points` preemption-free intervals. The verdict at time t
+depends only on scrapes up to t.
 """
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+
 from ..history import ReplicaHistory
-from ..model import DOWN, Evidence, Finding, ReplicaMetrics
+from ..model import DOWN, Evidence, Finding, GpuSample
+from .signals import Point, make_point
 from .thresholds import Thresholds
 
+SUMMARY = {
+    "node-fault": "GPU unhealthy: do not tune the server; drain the replica off this node",
+    "stalled": "requests in flight but the engine makes no progress: wedged, restart it (drain first)",
+    "kv-pressure": "KV cache full and preempting: cap concurrency (max-num-seqs) or add KV headroom",
+    "host-bound": "API server CPU-bound while the GPU idles: CPU / tokenizer / network, not the GPU",
+    "concurrency-capped": "queue held by the concurrency cap with KV and GPU headroom: raise max-num-seqs or scale out",
+    "compute-bound": "GPU busy with effective batching: scale out if latency is over the SLO",
+    "healthy": "within thresholds",
+}
 
-def _fmt(v: float | None, pct: bool = False) -> str:
+
+# -- evidence helpers ----------------------------------------------------------------------------
+
+
+def _fmt(v: float | None, unit: str = "") -> str:
     if v is None:
         return "n/a"
-    return f"{v:.0f}%" if pct else (f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}")
+    if unit == "%":
+        return f"{v:.0f}%"
+    if math.isfinite(v) and v == int(v) and abs(v) < 1e6:
+        return f"{int(v)}{unit}"
+    return (f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}") + unit
 
 
-def _ev(signal: str, value, op: str, threshold, crossed: bool, label: str, pct: bool = False) -> Evidence:
+_OPS = {
+    ">=": lambda a, b: a >= b,
+    ">": lambda a, b: a > b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+}
+
+
+def cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit: str = "", note: str = "") -> Evidence:
+    """One threshold comparison; a missing value is reported as such, never as 0."""
     if value is None:
-        return Evidence(signal, None, threshold, "missing", False, f"{label}: not exposed")
-    thr = _fmt(threshold, pct) if isinstance(threshold, (int, float)) else str(threshold)
-    return Evidence(signal, value, threshold, op, crossed, f"{label} {_fmt(value, pct)} {op} {thr}")
+        return Evidence(signal, None, thr, "missing", False, f"{label}: not exposed")
+    crossed = _OPS[op](value, thr)
+    text = f"{label} {_fmt(value, unit)} {op} {_fmt(thr, unit)}"
+    if not crossed:
+        text = f"{label} {_fmt(value, unit)} (not {op} {_fmt(thr, unit)})"
+    return Evidence(signal, value, thr, op, crossed, text + (f" ({note})" if note else ""))
 
 
-def classify(m: ReplicaMetrics, t: Thresholds) -> tuple[str, list[Evidence], list[str]]:
-    """Verdict for one instant of derived metrics (no hysteresis)."""
-    ev: list[Evidence] = []
-    missing: list[str] = []
-
-    kv, waiting, pre = m.kv_usage, m.waiting, m.preemptions_per_s
-    mem, util, batch, cpu = m.gpu_memory_pct, m.gpu_util_pct, m.batch_p95, m.cpu_cores
-    for name, v in (("kv_usage", kv), ("waiting", waiting), ("preemptions_per_s", pre),
-                    ("gpu_memory_pct", mem), ("gpu_util_pct", util)):
-        if v is None:
-            missing.append(name)
-
-    kv_high = kv is not None and kv >= t.kv_high
-    queued = waiting is not None and waiting >= t.waiting_min
-    preempting = pre is not None and pre > t.preempt_rate
-    cap_wait = m.waiting_capacity is not None and m.waiting_capacity >= t.waiting_min
-
-    if kv_high and (preempting or cap_wait or (queued and m.waiting_capacity is None)):
-        ev.append(_ev("kv_usage", kv, ">=", t.kv_high, True, "KV usage"))
-        if preempting:
-            ev.append(_ev("preemptions_per_s", pre, ">", t.preempt_rate, True, "preemptions/s"))
-        if queued:
-            ev.append(_ev("waiting", waiting, ">=", t.waiting_min, True, "waiting"))
-        if batch is not None:
-            ev.append(_ev("batch_p95", batch, "<=", t.batch_collapse, batch <= t.batch_collapse, "batch p95"))
-        if mem is not None:
-            ev.append(_ev("gpu_memory_pct", mem, ">", t.gpu_mem_high_pct, mem > t.gpu_mem_high_pct, "GPU memory", True))
-        if util is not None:
-            ev.append(_ev("gpu_util_pct", util, "<", t.gpu_util_low_pct, util < t.gpu_util_low_pct, "GPU util", True))
-        return "kv-pressure", ev, missing
-
-    if util is not None and util >= t.gpu_util_high_pct and not preempting:
-        ev.append(_ev("gpu_util_pct", util, ">=", t.gpu_util_high_pct, True, "GPU util", True))
-        if kv is not None:
-            ev.append(_ev("kv_usage", kv, "<", t.kv_high, kv < t.kv_high, "KV usage"))
-        if batch is not None:
-            ev.append(_ev("batch_p95", batch, ">", t.batch_collapse, batch > t.batch_collapse, "batch p95"))
-        return "compute-bound", ev, missing
-
-    host_cpu = cpu is not None and cpu >= t.cpu_saturated_cores
-    low_util = util is not None and util < t.gpu_util_low_pct
-    if queued and low_util and not kv_high and not preempting:
-        ev.append(_ev("waiting", waiting, ">=", t.waiting_min, True, "waiting"))
-        ev.append(_ev("gpu_util_pct", util, "<", t.gpu_util_low_pct, True, "GPU util", True))
-        ev.append(_ev("kv_usage", kv, "<", t.kv_high, True, "KV usage"))
-        if cpu is not None:
-            ev.append(_ev("cpu_cores", cpu, ">=", t.cpu_saturated_cores, host_cpu, "API server CPU cores"))
-        return "host-bound", ev, missing
-    if host_cpu and low_util and not kv_high:
-        ev.append(_ev("cpu_cores", cpu, ">=", t.cpu_saturated_cores, True, "API server CPU cores"))
-        ev.append(_ev("gpu_util_pct", util, "<", t.gpu_util_low_pct, True, "GPU util", True))
-        return "host-bound", ev, missing
-
-    ev.append(_ev("kv_usage", kv, "<", t.kv_high, not kv_high, "KV usage"))
-    ev.append(_ev("preemptions_per_s", pre, "<=", t.preempt_rate, not preempting, "preemptions/s"))
-    ev.append(_ev("waiting", waiting, "<", t.waiting_min, not queued, "waiting"))
-    return "healthy", ev, missing
+def info(signal: str, value, text: str) -> Evidence:
+    return Evidence(signal, value, None, "info", False, text)
 
 
-def _node_fault(h: ReplicaHistory) -> list[Evidence]:
-    s = h.last_ok
-    if s is None or s.gpu is None:
+def missing(signal: str, text: str) -> Evidence:
+    return Evidence(signal, None, None, "missing", False, text)
+
+
+# -- node health -------------------------------------------------------------------------------
+
+
+def node_fault_evidence(gpu: GpuSample | None, t: Thresholds) -> list[Evidence]:
+    """Crossed evidence of a sick GPU (throttling, uncorrected ECC, XID); empty when healthy."""
+    if gpu is None:
         return []
-    g, ev = s.gpu, []
-    if g.throttle_reasons:
-        ev.append(Evidence("throttle_reasons", ",".join(g.throttle_reasons), "none", "!=", True,
-                           f"GPU clocks throttled: {', '.join(g.throttle_reasons)}"))
-    if g.ecc_uncorrected:
-        ev.append(Evidence("ecc_uncorrected", g.ecc_uncorrected, 0, ">", True,
-                           f"uncorrected ECC errors: {g.ecc_uncorrected:.0f}"))
-    if g.xid_errors:
-        ev.append(Evidence("xid_errors", g.xid_errors, 0, ">", True, f"XID error {g.xid_errors:.0f}"))
+    ev = []
+    bad = [r for r in gpu.throttle_reasons if r not in t.benign_throttle]
+    if bad:
+        ev.append(Evidence("throttle_reasons", ",".join(bad), "none", "!=", True,
+                           f"GPU clocks throttled: {', '.join(bad)}"))
+    if gpu.ecc_uncorrected:
+        ev.append(Evidence("ecc_uncorrected", gpu.ecc_uncorrected, 0, ">", True,
+                           f"uncorrected ECC errors {gpu.ecc_uncorrected:.0f} > 0"))
+    if gpu.xid_errors:
+        ev.append(Evidence("xid_errors", gpu.xid_errors, 0, ">", True, f"XID error {gpu.xid_errors:.0f}"))
     return ev
+
+
+# -- one scrape --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Checks:
+    """Every comparison made at one point, by name, so each verdict can list its own first."""
+
+    ev: dict[str, Evidence] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+
+    def add(self, key: str, e: Evidence) -> Evidence:
+        self.ev[key] = e
+        if e.op == "missing" and key not in self.missing:
+            self.missing.append(key)
+        return e
+
+    def ordered(self, first: tuple[str, ...]) -> list[Evidence]:
+        out = [self.ev[k] for k in first if k in self.ev]
+        out += [e for k, e in self.ev.items() if k not in first]
+        return out
+
+
+def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
+    c = _Checks()
+    fault = node_fault_evidence(p.gpu, t)
+    for i, e in enumerate(fault):
+        c.add(f"fault{i}", e)
+
+    # -- KV ------------------------------------------------------------------------------------
+    in_kv = prev == "kv-pressure"
+    kv_thr = t.kv_clear if in_kv and p.kv is not None and p.kv < t.kv_high else t.kv_high
+    e_kv = c.add("kv", cmp("kv_usage", "KV usage", p.kv, ">=", kv_thr,
+                           note="kv-pressure is left only below this" if kv_thr != t.kv_high else ""))
+    kv_high = e_kv.crossed
+    rate, recent = p.preempt_rate, p.preempts_recent
+    if rate is None:
+        c.add("preempt", missing("preemptions_per_s", "preemptions/s: not exposed"
+                                 if p.c_preempt is None else "preemptions/s: needs two scrapes"))
+        preempting = False
+    else:
+        enough = recent is not None and recent >= t.preempt_min_count
+        preempting = rate > t.preempt_rate and enough
+        n = f"{recent:.0f} in the last {t.recent_points} intervals" if recent is not None else ""
+        if preempting:
+            text = f"preemptions/s {_fmt(rate)} > {_fmt(t.preempt_rate)} ({n})"
+        elif rate > t.preempt_rate:
+            text = f"preemptions/s {_fmt(rate)}, but only {n} (< {t.preempt_min_count}: not thrash)"
+        else:
+            text = f"preemptions/s {_fmt(rate)} (not > {_fmt(t.preempt_rate)})"
+        c.add("preempt", Evidence("preemptions_per_s", rate, t.preempt_rate, ">", preempting, text))
+    recently = False
+    if in_kv and recent is not None:
+        recently = recent > 0
+        c.add("preempt_recent", Evidence(
+            "preemptions_recent", recent, 0, ">", recently,
+            f"preemptions in the last {t.recent_points} intervals: {recent:.0f}"))
+    swapping = False
+    if p.swapped is not None:
+        swapping = p.swapped >= 1
+        c.add("swapped", cmp("swapped", "swapped requests", p.swapped, ">=", 1.0))
+
+    wt = p.waiting_total
+    e_wait = c.add("waiting", cmp("waiting", "waiting", wt, ">=", t.waiting_min))
+    queued = e_wait.crossed
+    if p.wcap is not None:
+        e_cap = c.add("wcap", cmp("waiting_capacity", "waiting for capacity", p.wcap, ">=", t.waiting_min))
+        cap_wait = e_cap.crossed
+    else:
+        c.add("wcap", missing("waiting_capacity",
+                              "waiting by reason not exposed (older vLLM): total waiting stands in"))
+        cap_wait = queued
+    if p.wdef is not None and wt:
+        c.add("wdef", Evidence("waiting_deferred", p.wdef, t.deferred_share, ">=",
+                               p.deferred_run > 0,
+                               f"waiting deferred {_fmt(p.wdef)} of {_fmt(wt)}"
+                               f" (dominates at >= {t.deferred_share:.0%})"))
+
+    # -- progress (stall) ----------------------------------------------------------------------
+    if p.progress is None:
+        if p.dt is not None:
+            c.add("progress", missing("progress", "token counters not exposed: cannot tell a stall"))
+    else:
+        c.add("progress", Evidence(
+            "stalled_intervals", p.stall_run, t.stall_points, ">=", p.stall_run >= t.stall_points,
+            f"no engine progress for {p.stall_run} interval(s) with {_fmt(p.in_flight)} in flight"
+            if p.stall_run else f"engine progress {_fmt(p.progress)} tokens/steps in the last interval"))
+    stalled_tokens = p.stall_run >= (1 if prev == "stalled" else t.stall_points)
+    stalled_deferred = p.deferred_run >= (1 if prev == "stalled" else t.stall_points)
+
+    # -- running vs a cap ----------------------------------------------------------------------
+    mns = p.m.max_num_seqs
+    at_cap = False
+    if p.running is not None and p.running >= 1:
+        if mns:
+            e_cap_run = cmp("running", "running", p.running, ">=", mns * (1 - t.pinned_tolerance),
+                            note=f"max-num-seqs {_fmt(mns)}")
+            at_cap = e_cap_run.crossed
+            c.add("pinned", e_cap_run)
+        elif p.running_n >= t.pinned_points and p.running_lo is not None:
+            spread = p.running_hi - p.running_lo
+            # a cap holds `running` exactly; allow a request finishing between scheduler steps
+            tol = math.floor(t.pinned_tolerance * p.running_hi)
+            at_cap = spread <= tol
+            c.add("pinned", Evidence(
+                "running_spread", spread, tol, "<=", at_cap,
+                f"running {_fmt(p.running_lo)}..{_fmt(p.running_hi)} over {p.running_n} scrapes"
+                + (" (pinned at a cap; max-num-seqs not exposed)" if at_cap else "")))
+        else:
+            c.add("pinned", info("running", p.running, f"running {_fmt(p.running)}"))
+    elif p.running is not None:
+        c.add("pinned", info("running", p.running, f"running {_fmt(p.running)}"))
+    else:
+        c.add("pinned", missing("running", "running requests: not exposed"))
+
+    # -- GPU / host ----------------------------------------------------------------------------
+    mem, util = p.m.gpu_memory_pct, p.m.gpu_util_pct
+    if p.gpu is None:
+        c.add("gpu", missing("gpu", "GPU data absent (no DCGM / NVML source)"))
+    else:
+        c.add("gpu_mem", cmp("gpu_memory_pct", "GPU memory", mem, ">", t.gpu_mem_high_pct, "%",
+                             note="pre-allocated KV pool: necessary, not decisive"))
+    util_low = util is not None and util < t.gpu_util_low_pct
+    # compute-bound is entered above gpu_util_high_pct and left only below gpu_util_clear_pct:
+    # utilisation samples swing with the batch, the verdict should not
+    util_thr = t.gpu_util_clear_pct if prev == "compute-bound" else t.gpu_util_high_pct
+    util_high = util is not None and util >= util_thr
+    if util is not None:
+        c.add("util", cmp("gpu_util_pct", "GPU util", util, "<" if not util_high else ">=",
+                          t.gpu_util_low_pct if not util_high else util_thr, "%"))
+    e_cpu = c.add("cpu", cmp("cpu_cores", "API server CPU", p.cpu_cores, ">=", t.cpu_saturated_cores,
+                             " cores"))
+    cpu_sat = e_cpu.crossed
+    batch = p.m.batch_p95
+    batch_ok = batch is not None and batch > t.batch_collapse
+    c.add("batch", cmp("batch_p95", "batch p95", batch, "<=", t.batch_collapse))
+    busy = (p.in_flight or 0.0) >= 1.0 or (p.progress or 0.0) > 0
+    # Without GPU utilisation, a lightly loaded engine (KV with clear headroom) stands in for
+    # "the GPU idles" next to a saturated API server.
+    idle_fallback = util is None and p.kv is not None and p.kv < t.kv_low
+    if util is None and cpu_sat:
+        c.add("idle", cmp("kv_usage", "GPU util missing; engine load: KV usage", p.kv, "<", t.kv_low))
+
+    # -- decide --------------------------------------------------------------------------------
+    calm = not kv_high and not preempting and not swapping
+    if fault:
+        v = "node-fault"
+    elif stalled_tokens or stalled_deferred:
+        v = "stalled"
+    elif kv_high and (preempting or recently or swapping or (cap_wait and p.queue_run >= (1 if in_kv else t.queue_points))):
+        v = "kv-pressure"
+    elif calm and cpu_sat and (util_low or idle_fallback):
+        v = "host-bound"
+    else:
+        capped = calm and cap_wait and at_cap and p.queue_run >= (1 if prev == "concurrency-capped" else 2)
+        compute = calm and util_high and busy and (batch is None or batch_ok)
+        # With a queue at the cap, the GPU is the limit only when saturated (raising the cap
+        # cannot help then); below that, the cap is what holds the queue.
+        saturated = util is not None and (util >= t.gpu_util_saturated_pct or prev == "compute-bound")
+        if compute and (not capped or saturated):
+            v = "compute-bound"
+        elif capped:
+            v = "concurrency-capped"
+        else:
+            v = "healthy"
+    return v, c
+
+
+# The comparisons each verdict lists first (the rest follow as context).
+_ORDER = {
+    "stalled": ("progress", "wdef", "waiting", "pinned", "kv"),
+    "kv-pressure": ("kv", "preempt", "preempt_recent", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
+    "host-bound": ("cpu", "util", "idle", "gpu", "kv", "waiting", "batch"),
+    "concurrency-capped": ("wcap", "waiting", "pinned", "kv", "preempt", "util"),
+    "compute-bound": ("util", "batch", "kv", "preempt", "gpu_mem"),
+    "healthy": ("kv", "preempt", "waiting", "wcap", "util", "cpu"),
+}
+
+
+def classify(p: Point, t: Thresholds, prev: str | None = None) -> tuple[str, list[Evidence], list[str]]:
+    """Verdict of one scrape with its evidence (the enter/leave thresholds are chosen by `prev`)."""
+    v, c = _assess(p, t, prev)
+    return v, _ordered(v, c), c.missing
+
+
+def evidence_for(verdict: str, p: Point, t: Thresholds) -> tuple[list[Evidence], list[str]]:
+    """The comparisons at `p` as they stand for `verdict` (its leave thresholds, its order)."""
+    _, c = _assess(p, t, verdict)
+    return _ordered(verdict, c), c.missing
+
+
+def _ordered(v: str, c: _Checks) -> list[Evidence]:
+    if v == "node-fault":
+        return c.ordered(tuple(k for k in c.ev if k.startswith("fault")))
+    return c.ordered(_ORDER.get(v, ()))
+
+
+# -- hysteresis state machine ------------------------------------------------------------------
+
+# Verdicts whose conditions already demand persistence (a stall or a queue over two scrapes,
+# running pinned, two preemptions): they need no further sustain. node-fault is a hard signal.
+_FAST = frozenset({"node-fault", "stalled", "concurrency-capped", "kv-pressure"})
+_TAIL = 8  # points kept for short-window signals
+
+
+@dataclass(slots=True)
+class _Tracker:
+    """The verdict state machine of one replica, advanced one successful scrape at a time."""
+
+    t: Thresholds
+    tail: deque = field(default_factory=lambda: deque(maxlen=_TAIL))
+    last_point: object = None  # the history's (ts, metrics) tuple last consumed (by identity)
+    n: int = 0
+    state: str = "unknown"
+    since: float | None = None
+    cand: str | None = None
+    cand_since: float | None = None
+    cand_n: int = 0
+    last: tuple[str, list[Evidence], list[str]] | None = None  # raw classification of the last point
+
+    def advance(self, scrape, point_tuple) -> None:
+        ts, m = point_tuple
+        p = make_point(scrape, m, list(self.tail), self.t)
+        self.tail.append(p)
+        self.last_point = point_tuple
+        self.n += 1
+        if self.n < self.t.min_points or p.dt is None:
+            if self.since is None:
+                self.since = ts
+            self.last = None
+            return
+        v, ev, miss = classify(p, self.t, self.state)
+        self.last = (v, ev, miss)
+        if v == self.state:
+            self.cand, self.cand_n = None, 0
+            return
+        if v == self.cand:
+            self.cand_n += 1
+        else:
+            self.cand, self.cand_since, self.cand_n = v, ts, 1
+        need = 1 if (self.state == "unknown" or v in _FAST) else self.t.sustain_points
+        if self.cand_n >= need:
+            self.state, self.since = v, self.cand_since
+            self.cand, self.cand_n = None, 0
+
+
+# Memo of trackers per history, keyed by id(); validated by the identity of the last point
+# consumed (kept alive here, so its id cannot be reused), so a history that was replaced or has
+# dropped that point is recomputed from what it retains. Bounded, least recently used out.
+_MEMO: "OrderedDict[int, _Tracker]" = OrderedDict()
+_MEMO_MAX = 4096
+
+
+def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
+    pts, scr = h.points, h.scrapes
+    tr = _MEMO.get(id(h))
+    start = 0
+    if tr is not None and (tr.t is t or tr.t == t) and tr.last_point is not None:
+        last_ts = tr.last_point[0]
+        if last_ts > now:
+            return _replay(h, now, t)  # asked about the past: recompute, leave the memo alone
+        idx = None
+        for i in range(len(pts) - 1, -1, -1):  # the last consumed point, searched from the right
+            if pts[i] is tr.last_point:
+                idx = i
+                break
+            if pts[i][0] < last_ts:
+                break
+        if idx is None:
+            tr = None
+        else:
+            start = idx + 1
+    else:
+        tr = None
+    if tr is None:
+        tr, start = _Tracker(t), 0
+    for i in range(start, len(pts)):
+        if pts[i][0] > now:
+            break
+        tr.advance(scr[i], pts[i])
+    _MEMO[id(h)] = tr
+    _MEMO.move_to_end(id(h))
+    while len(_MEMO) > _MEMO_MAX:
+        _MEMO.popitem(last=False)
+    return tr
+
+
+def _replay(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
+    tr = _Tracker(t)
+    for s, pt in zip(h.scrapes, h.points):
+        if pt[0] > now:
+            break
+        tr.advance(s, pt)
+    return tr
 
 
 def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Finding:
     """Verdict from history up to `now` only (no look-ahead)."""
     t = t or Thresholds()
-    state = h.state(now)
-    if state == DOWN:
+    if h.state(now) == DOWN:
         err = h.last_error.error if h.last_error is not None else "no successful scrape yet"
+        since = h.first_error_ts
         return Finding("down", (Evidence("scrape", err, None, "info", True, f"scrape failed: {err}"),),
-                       summary=f"down: {err}")
-    nf = _node_fault(h)
-    if nf:
-        return Finding("node-fault", tuple(nf), summary="GPU unhealthy: do not tune the server, divert")
-    if len(h.points) < t.min_points:
-        return Finding("unknown", (), summary=f"collecting ({len(h.points)}/{t.min_points} scrapes)")
-    # Sustain: the verdict must hold over the last `sustain_points` derived points.
-    recent = [m for _, m in list(h.points)[-t.sustain_points:]]
-    verdicts = [classify(m, t) for m in recent]
-    v, ev, missing = verdicts[-1]
-    if any(x[0] != v for x in verdicts):
-        # Not sustained yet: keep the previous point's verdict.
-        v, ev, missing = verdicts[0]
-    return Finding(v, tuple(ev), None, tuple(missing), summary=v)
+                       since=since, summary=f"down: {err}")
+    tr = _tracker(h, now, t)
+    if tr.state == "unknown" or tr.last is None:
+        need = max(t.min_points, 2)
+        have = min(tr.n, need)
+        return Finding("unknown", (), since=tr.since, summary=f"collecting ({have}/{need} scrapes)")
+    v, ev, miss = tr.last
+    if v != tr.state:
+        # held by hysteresis: show the held verdict's case as it stands now, and what is pending
+        ev, miss = evidence_for(tr.state, tr.tail[-1], t)
+        pend = Evidence("pending", v, t.sustain_points, "info", False,
+                        f"pending: {v} ({tr.cand_n}/{1 if v in _FAST else t.sustain_points} scrapes)")
+        ev = [*ev, pend]
+    return Finding(tr.state, tuple(ev), tr.since, tuple(miss), summary=SUMMARY.get(tr.state, tr.state))

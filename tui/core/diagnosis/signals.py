@@ -38,8 +38,9 @@ class Point:
     progress: float | None  # tokens + steps in the last interval; None = no counter exposed
     stall_run: int  # consecutive intervals with requests in flight and no progress
     deferred_run: int  # consecutive scrapes with waiting dominated by reason="deferred"
+    queue_run: int  # consecutive scrapes with requests waiting (for capacity, where exposed)
     d_cpu: float | None  # API-server CPU seconds used in the last interval
-    cpu_cores: float | None  # API-server CPU (cores) over the last two intervals
+    cpu_cores: float | None  # API-server CPU (cores) over the last interval
     running_lo: float | None  # min/max of `running` over the last `pinned_points` scrapes
     running_hi: float | None
     running_n: int
@@ -108,16 +109,12 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
         wdef is not None and wt is not None and wdef >= t.waiting_min and wdef >= t.deferred_share * wt
     )
     deferred_run = (prev.deferred_run + 1 if prev is not None else 1) if dominated else 0
+    held = wcap if wcap is not None else wt
+    queue_run = (prev.queue_run + 1 if prev is not None else 1) if held is not None and held >= t.waiting_min else 0
 
     c_cpu = s.process_cpu_seconds
     d_cpu = _delta(c_cpu, prev.c_cpu) if dt is not None else None
-    cpu = None
-    if d_cpu is not None:
-        # two intervals when the previous one is known: smoother, still quick to react
-        if prev is not None and prev.d_cpu is not None and prev.dt:
-            cpu = (d_cpu + prev.d_cpu) / (dt + prev.dt)
-        else:
-            cpu = d_cpu / dt
+    cpu = d_cpu / dt if d_cpu is not None else None
 
     runs = [p.running for p in _last(tail, t.pinned_points - 1)]
     runs.append(running)
@@ -141,6 +138,7 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
         progress=progress,
         stall_run=stall_run,
         deferred_run=deferred_run,
+        queue_run=queue_run,
         d_cpu=d_cpu,
         cpu_cores=cpu,
         running_lo=min(known_runs) if known_runs else None,

@@ -16,13 +16,18 @@ class Thresholds:
     # -- KV pressure ---------------------------------------------------------------------------
     kv_high: float = 0.90  # KV usage at/above this is "near the ceiling" (enter kv-pressure)
     kv_clear: float = 0.85  # a kv-pressure replica leaves it only below this
-    preempt_rate: float = 0.01  # preemptions per second that count as "preempting"
+    preempt_rate: float = 0.01  # preemptions per second (last interval) that count as "preempting"
+    preempt_min_count: int = 2  # ... and at least this many over `recent_points` intervals:
+    # a lone preemption is not thrash
     waiting_min: float = 1.0  # requests waiting that count as a queue
+    queue_points: int = 3  # scrapes a queue must persist to count without preemptions (KV full)
     kv_low: float = 0.60  # below this KV has clear headroom (concurrency-capped remedy: raise cap)
     # -- GPU (runbook numbers; GPU memory is necessary evidence, never decisive) -----------------
     gpu_mem_high_pct: float = 85.0  # runbook: GPU memory > 85-90%
     gpu_util_low_pct: float = 60.0  # runbook: utilisation < 60% while traffic is present
     gpu_util_high_pct: float = 80.0  # compute-bound: utilisation > 80%
+    gpu_util_clear_pct: float = 70.0  # a compute-bound replica leaves it only below this
+    gpu_util_saturated_pct: float = 90.0  # a queue pinned at the cap is the GPU's limit above this
     # Throttle reasons that do not mean a sick node: idle clocks, application clocks, sync boost,
     # display clock, and the software power cap a busy healthy GPU sits on at full load.
     benign_throttle: tuple[str, ...] = (
@@ -36,7 +41,7 @@ class Thresholds:
     batch_collapse: float = 2.0  # effective batch p95 at/below this = collapsed
     cpu_saturated_cores: float = 0.85  # API server near one core: host-bound
     # -- concurrency cap ---------------------------------------------------------------------
-    pinned_points: int = 3  # scrapes `running` must stay flat to count as pinned at a cap
+    pinned_points: int = 2  # scrapes `running` must stay flat to count as pinned at a cap
     pinned_tolerance: float = 0.05  # "flat" / "at max-num-seqs": within this fraction
     # -- stall -------------------------------------------------------------------------------
     stall_points: int = 2  # consecutive scrape intervals with no engine progress while busy

@@ -74,7 +74,7 @@ def parse_dcgm(text: str) -> Page:
 
 def _engine_rows(page: Page, name: str) -> list[SampleRow]:
     """Rows of one name from vLLM engines, without production-stack router series."""
-    return [row for row in page.get(name) if not _is_router(row[0])]
+    return [row for row in page.get(name) if "server" not in row[0] or not _is_router(row[0])]
 
 
 def _first_exposed(page: Page, candidates: Iterable[str]) -> str | None:
@@ -183,7 +183,7 @@ def _histograms(page: Page, base: str) -> dict[str, Histogram]:
     series: dict[tuple, dict[float, float]] = {}
     for labels, v in page.get(bucket_name):
         ident, bound = labels.hist_key()
-        if bound is None or _is_router(labels):
+        if bound is None or ("server" in labels and _is_router(labels)):
             continue
         by_le = series.get(ident)
         if by_le is None:
@@ -202,6 +202,9 @@ def _histograms(page: Page, base: str) -> dict[str, Histogram]:
                 continue  # neither +Inf nor _count: the total is unknown
             by_le[_INF] = count
         bounds = tuple(sorted(by_le))
+        if len(_BOUNDS) > 1000:
+            _BOUNDS.clear()
+        bounds = _BOUNDS.setdefault(bounds, bounds)
         h = Histogram(
             bounds=bounds,
             counts=tuple([by_le[b] for b in bounds]),
@@ -212,6 +215,11 @@ def _histograms(page: Page, base: str) -> dict[str, Histogram]:
         prev = out.get(eng)
         out[eng] = h if prev is None else prev + h  # several series in one engine: add up
     return out
+
+
+# Bucket layouts repeat on every scrape of every replica: share one tuple per layout, since
+# histories keep hundreds of samples per replica.
+_BOUNDS: dict[tuple[float, ...], tuple[float, ...]] = {}
 
 
 def _is_router(labels: Labels) -> bool:

@@ -1,10 +1,10 @@
 """A targeted, exact parser for the Prometheus text exposition format 0.0.4.
 
-Why not prometheus_client's parser: it costs ~6 ms on a real vLLM V1 page, which is 1.5 s of
-CPU per refresh of 256 replicas. This one skips unwanted series by name before looking at
-their labels, and remembers parsed `name{labels}` prefixes: a replica exposes the same series
-on every scrape (and replicas of one model expose the same label sets), so after the first
-scrape a sample line costs a dict lookup and a float().
+Why not prometheus_client's parser: it costs 4.5-6 ms on a real vLLM V1 page, over 1 s of CPU
+per refresh of 256 replicas (bench/bench_parse.py prints both). This one skips unwanted series
+by name before looking at their labels, and remembers parsed `name{labels}` prefixes: a replica
+exposes the same series on every scrape (and replicas of one model expose the same label
+sets), so after the first scrape a sample line costs a dict lookup and a float().
 
 Exactness (checked against prometheus_client by tests/unit/test_parser.py): label values with
 `\\\\`, `\\"` and `\\n` escapes (other backslashes kept literally, as prometheus_client does) and
@@ -46,6 +46,9 @@ class Labels(dict):
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(frozenset(self.items()))
+
+    def __reduce__(self):
+        return (Labels, (dict(self),))  # pickle/copy without going through __setitem__
 
     def hist_key(self) -> tuple[tuple[tuple[str, str], ...], float | None]:
         """(identity of the series without `le`, the `le` bound or None), computed once per
@@ -110,7 +113,10 @@ _BLANK = " \t"
 # later line starting with the same prefix. Bounded: cleared when it grows past the limit.
 _SERIES_CACHE: dict[str, tuple[str, Labels]] = {}
 _SERIES_CACHE_MAX = 100_000
-_VALID_NAMES: set[str] = set()  # names of label-less series already validated
+_VALID_NAMES: set[str] = set()  # metric names already validated (label-less series, TYPE lines)
+_TYPES = frozenset(
+    {"counter", "gauge", "histogram", "summary", "untyped", "unknown", "info", "stateset", "gaugehistogram"}
+)
 
 
 class _Malformed(ValueError):
@@ -126,6 +132,7 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
     """Parse exposition text; keep only samples whose name is in `wanted` (None = all)."""
     page = Page()
     samples = page.samples
+    families = page.families
     cache_get = _SERIES_CACHE.get
     keep_all = wanted is None
     if keep_all:
@@ -142,7 +149,11 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
         c = line[0]
         if c == "#":
             if line.startswith("# TYPE"):
-                _comment(line, lineno, page)
+                name, sep, typ = line[7:].partition(" ")
+                if sep and typ in _TYPES and name in _VALID_NAMES and line[6] == " ":
+                    families[name] = typ
+                else:
+                    _comment(line, lineno, page)
             continue
         if c == " " or c == "\t" or line[-1] in " \t\r":
             line = line.strip()
@@ -154,32 +165,31 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 continue
         try:
             r = line.rfind("}")
-            if r != -1:
-                hit = cache_get(line[: r + 1])
-                if hit is not None:
-                    # Seen before: this prefix is a complete `name{labels}`, and the rest of
-                    # the line holds no brace, so it is the value (and maybe a timestamp).
-                    name, labels = hit
-                    if keep_all:
-                        if name.endswith("_created"):
-                            continue
-                    elif name not in wanted:
+            hit = cache_get(line[: r + 1]) if r != -1 else None
+            if hit is not None:
+                # Seen before: this prefix is a complete `name{labels}`, and the rest of
+                # the line holds no brace, so it is the value (and maybe a timestamp).
+                name, labels = hit
+                if keep_all:
+                    if name.endswith("_created"):
                         continue
-                    tail = line[r + 1 :]
-                    try:
-                        if "_" in tail:
-                            raise ValueError
-                        value = float(tail)
-                    except ValueError:
-                        value = _value(tail.split(), 0)
-                else:
-                    name = line[: line.find("{")]
-                    if " " in name or "\t" in name:
-                        # `name {..}`, or `name value # {exemplar}`
-                        name = _split_name(line)
-                    if name.endswith("_created") or not (keep_all or name in wanted):
-                        continue
-                    name, labels, value = _slow_sample(line)
+                elif name not in wanted:
+                    continue
+                tail = line[r + 1 :]
+                try:
+                    if "_" in tail:
+                        raise ValueError
+                    value = float(tail)
+                except ValueError:
+                    value = _value(tail.split(), 0)
+            elif "{" in line:
+                name = line[: line.find("{")]
+                if " " in name or "\t" in name:
+                    # `name {..}`, or `name value # {exemplar}`
+                    name = _split_name(line)
+                if name.endswith("_created") or not (keep_all or name in wanted):
+                    continue
+                name, labels, value = _slow_sample(line)
             else:
                 # No labels: `name value [timestamp]`.
                 parts = line.split()
@@ -189,9 +199,7 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 if name not in _VALID_NAMES:
                     if _METRIC_NAME.fullmatch(name) is None:
                         raise _Malformed("invalid metric name")
-                    if len(_VALID_NAMES) > 10_000:
-                        _VALID_NAMES.clear()
-                    _VALID_NAMES.add(name)
+                    _remember_name(name)
                 value = _value(parts, 1)
                 labels = NO_LABELS
         except _Malformed as e:
@@ -223,7 +231,14 @@ def _comment(line: str, lineno: int, page: Page) -> None:
     if _METRIC_NAME.fullmatch(name) is None or " " in typ:
         _error(page, lineno, "malformed TYPE line")
         return
+    _remember_name(name)
     page.families[name] = typ.lower()
+
+
+def _remember_name(name: str) -> None:
+    if len(_VALID_NAMES) > 10_000:
+        _VALID_NAMES.clear()
+    _VALID_NAMES.add(name)
 
 
 def _value(tokens: list[str], i: int) -> float:
@@ -283,24 +298,24 @@ def _slow_sample(line: str) -> tuple[str, Labels, float]:
         while i < n and line[i] in _BLANK:
             i += 1
         if i >= n:
-            raise _Malformed("unterminated label set")
+            raise _Malformed(f"unterminated label set at column {i + 1}")
         if line[i] == "}":
             break
         lm = _LABEL_NAME.match(line, i)
         if lm is None:
-            raise _Malformed("bad label name")
+            raise _Malformed(f"bad label name at column {i + 1}")
         key = lm.group()
         i = lm.end()
         while i < n and line[i] in _BLANK:
             i += 1
         if i >= n or line[i] != "=":
-            raise _Malformed(f"label {key!r} without '='")
+            raise _Malformed(f"label {key!r} without '=' at column {i + 1}")
         i += 1
         while i < n and line[i] in _BLANK:
             i += 1
         qm = _QUOTED.match(line, i)
         if qm is None:
-            raise _Malformed(f"label {key!r}: unterminated or unquoted value")
+            raise _Malformed(f"label {key!r}: unterminated or unquoted value at column {i + 1}")
         raw = qm.group(1)
         if key in labels:
             raise _Malformed(f"duplicate label {key!r}")
@@ -313,7 +328,9 @@ def _slow_sample(line: str) -> tuple[str, Labels, float]:
             continue
         if i < n and line[i] == "}":
             break
-        raise _Malformed("expected ',' or '}' in label set")
+        if i >= n:
+            raise _Malformed(f"unterminated label set at column {i + 1}")
+        raise _Malformed(f"expected ',' or '}}' at column {i + 1}")
     end = i + 1
     value = _value(line[end:].split(), 0)
     frozen = Labels(labels) if labels else NO_LABELS
@@ -324,9 +341,6 @@ def _slow_sample(line: str) -> tuple[str, Labels, float]:
 
 
 # -- is this a metrics page at all? ------------------------------------------------------------
-
-_SAMPLE_START = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*\s*(\{|\s+\S)")
-
 
 def not_metrics_reason(text: str, content_type: str | None = None) -> str | None:
     """Why `text` is not a Prometheus exposition page, or None when it looks like one.
@@ -350,7 +364,7 @@ def not_metrics_reason(text: str, content_type: str | None = None) -> str | None
             if line[1:].split(None, 1)[:1] in (["TYPE"], ["HELP"], ["EOF"]):
                 return None
             continue
-        if _SAMPLE_START.match(line):
+        if parse(line).error_count == 0:
             return None
         return "not a metrics page (no samples)"
     return "not a metrics page (only comments)"
@@ -369,7 +383,7 @@ def looks_like_metrics(text: str, content_type: str | None = None) -> bool:
 
 
 def _first_lines(body: str, n: int) -> Iterable[str]:
-    for line in body[:65536].split("\n", n)[:n]:
+    for line in body[:16384].split("\n", n)[:n]:
         line = line.strip()
         if line:
             yield line

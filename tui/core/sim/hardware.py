@@ -81,10 +81,6 @@ def cache_dtype_bytes(cache_dtype: str, model_dtype_bytes: int = 2) -> int:
     return model_dtype_bytes if b is None else b
 
 
-class SimStartupError(RuntimeError):
-    """The replica cannot start; the message is the text vLLM would log."""
-
-
 @dataclass(frozen=True, slots=True)
 class KvPlan:
     """What vLLM works out at start-up for one engine (per GPU where TP applies)."""

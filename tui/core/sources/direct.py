@@ -10,10 +10,12 @@ costs the poll at most `timeout` and never delays the others.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import errno
 import socket
 import time
 from dataclasses import dataclass
+from http.cookiejar import CookieJar
 from typing import Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -66,6 +68,35 @@ def human_bytes(n: int) -> str:
     return f"{n} bytes"
 
 
+class _NoCookies(CookieJar):
+    """Metrics endpoints set no cookies worth keeping; skip httpx's per-response cookie parsing."""
+
+    def extract_cookies(self, response, request) -> None:  # noqa: ARG002
+        return None
+
+
+class _Endpoint:
+    """One target's client (its own connection pool) and its prebuilt GET request."""
+
+    __slots__ = ("client", "request")
+
+    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+        self.client = client
+        self.request = client.build_request("GET", url)
+
+
+def _charset(content_type: str) -> str:
+    """The charset named in a Content-Type, if Python knows it; UTF-8 (the format's own) else."""
+    _, _, rest = content_type.partition("charset=")
+    name = rest.split(";")[0].strip().strip('"') if rest else ""
+    if name:
+        try:
+            return codecs.lookup(name).name
+        except LookupError:
+            pass
+    return "utf-8"
+
+
 class ScrapeError(Exception):
     """A short, human reason why one endpoint could not be read."""
 
@@ -91,9 +122,9 @@ class DirectSource:
         self.keep_raw = keep_raw  # the raw page is kept for recording; ~40 KB per scrape
         self.trust_env = trust_env
         self._targets: dict[str, Target] = {}
-        self._clients: dict[str, httpx.AsyncClient] = {}  # per target name
-        self._gpu_clients: dict[str, httpx.AsyncClient] = {}  # per GPU URL (shared by a node)
-        self._retired: list[httpx.AsyncClient] = []
+        self._clients: dict[str, _Endpoint] = {}  # per target name
+        self._gpu_clients: dict[str, _Endpoint] = {}  # per GPU URL (shared by a node)
+        self._retired: list[_Endpoint] = []
         self._fixed_description = description
         self.set_targets(targets)
 
@@ -113,7 +144,7 @@ class DirectSource:
 
     async def start(self) -> None:
         for t in self._targets.values():
-            self._client(t)
+            self._endpoint(t)
 
     async def poll(self) -> list[Scrape]:
         await self._close_retired()
@@ -164,26 +195,28 @@ class DirectSource:
         self._targets = new
 
     # -- internals -----------------------------------------------------------------------------
-    def _new_client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
+    def _new_endpoint(self, url: str) -> _Endpoint:
+        client = httpx.AsyncClient(
             headers={"Accept": ACCEPT, "User-Agent": "kvwatch"},
             timeout=httpx.Timeout(self.timeout),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            follow_redirects=True,
+            follow_redirects=True,  # e.g. /metrics -> /metrics/ on a mounted ASGI app
             trust_env=self.trust_env,
+            cookies=_NoCookies(),
         )
+        return _Endpoint(client, url)
 
-    def _client(self, t: Target) -> httpx.AsyncClient:
-        c = self._clients.get(t.name)
-        if c is None:
-            c = self._clients[t.name] = self._new_client()
-        return c
+    def _endpoint(self, t: Target) -> _Endpoint:
+        e = self._clients.get(t.name)
+        if e is None:
+            e = self._clients[t.name] = self._new_endpoint(t.url)
+        return e
 
     async def _close_retired(self) -> None:
         retired, self._retired = self._retired, []
-        for c in retired:
+        for e in retired:
             try:
-                await c.aclose()
+                await e.client.aclose()
             except Exception:  # noqa: BLE001 - closing a broken client must not fail a poll
                 pass
 
@@ -193,16 +226,20 @@ class DirectSource:
             async with asyncio.timeout(self.timeout):
                 return await coro, None
         except TimeoutError:
-            return None, f"timeout after {self.timeout:g}s"
+            return None, f"timeout after {float(self.timeout)}s"
         except ScrapeError as e:
             return None, str(e)
         except httpx.HTTPError as e:
             return None, _http_reason(e, self.timeout)
         except OSError as e:
             return None, _os_reason(e)
+        except Exception as e:  # noqa: BLE001 - one endpoint's odd failure must not stop the poll
+            return None, f"scrape failed ({type(e).__name__})"
 
-    async def _fetch(self, client: httpx.AsyncClient, url: str) -> str:
-        async with client.stream("GET", url) as resp:
+    async def _fetch(self, endpoint: _Endpoint) -> str:
+        # The request is built once per target: httpx spends as much building one as sending it.
+        resp = await endpoint.client.send(endpoint.request, stream=True)
+        try:
             if resp.status_code != 200:
                 raise ScrapeError(f"HTTP {resp.status_code}")
             ctype = resp.headers.get("content-type", "")
@@ -219,21 +256,27 @@ class DirectSource:
                 if size > self.max_bytes:
                     raise ScrapeError(f"response over {human_bytes(self.max_bytes)}")
                 chunks.append(chunk)
-            text = b"".join(chunks).decode(resp.encoding or "utf-8", errors="replace")
+        finally:
+            await resp.aclose()
+        body = b"".join(chunks)
+        try:
+            text = body.decode(_charset(ctype), errors="replace")
+        except LookupError:  # a codec that is not a text encoding (e.g. charset=rot13)
+            text = body.decode("utf-8", errors="replace")
         reason = not_metrics_reason(text, ctype)
         if reason is not None:
             raise ScrapeError(reason)
         return text
 
     async def _fetch_gpu(self, url: str) -> Page:
-        client = self._gpu_clients.get(url)
-        if client is None:
-            client = self._gpu_clients[url] = self._new_client()
-        return parse_dcgm(await self._fetch(client, url))
+        e = self._gpu_clients.get(url)
+        if e is None:
+            e = self._gpu_clients[url] = self._new_endpoint(url)
+        return parse_dcgm(await self._fetch(e))
 
     async def _scrape(self, t: Target, ts: float, gpu_tasks: dict[str, asyncio.Future]) -> Scrape:
         t0 = time.perf_counter()
-        text, error = await self._guarded(self._fetch(self._client(t), t.url))
+        text, error = await self._guarded(self._fetch(self._endpoint(t)))
         latency = time.perf_counter() - t0
         if error is not None:
             return Scrape(ts=ts, replica=t.name, error=error, group=t.group, latency_s=latency)
@@ -269,12 +312,15 @@ class DirectSource:
         page, error = await gpu_tasks[t.gpu_url]
         if error is not None or page is None:
             return None
-        return to_gpu(page, pod=t.gpu_pod)
+        try:
+            return to_gpu(page, pod=t.gpu_pod)
+        except Exception:  # noqa: BLE001 - an odd exporter page must not fail the replica
+            return None
 
 
 def _http_reason(e: httpx.HTTPError, timeout: float) -> str:
     if isinstance(e, httpx.TimeoutException):
-        return f"timeout after {timeout:g}s"
+        return f"timeout after {float(timeout)}s"
     if isinstance(e, httpx.ConnectError):
         return _connect_reason(e)
     if isinstance(e, httpx.RemoteProtocolError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import socket
 import ssl
 import time
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import httpx
 from .base import SourceError
 from .text import clean
 
-__all__ = ["BearerToken", "PromClient", "SourceError", "normalise_url", "describe_connect_error"]
+__all__ = ["BearerToken", "PromClient", "Series", "SourceError", "describe_connect_error", "normalise_url", "series_from_data"]
 
 _API_SUFFIXES = ("/api/v1/query_range", "/api/v1/query", "/api/v1", "/graph")
 
@@ -159,12 +160,12 @@ class PromClient:
         if at is not None:
             params["time"] = _fmt_time(at)
         data = await self._call("/api/v1/query", params)
-        return _series(data, expr)
+        return series_from_data(data, expr)
 
     async def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
         params = {"query": expr, "start": _fmt_time(start), "end": _fmt_time(end), "step": f"{step:g}"}
         data = await self._call("/api/v1/query_range", params)
-        return _series(data, expr)
+        return series_from_data(data, expr)
 
     async def _call(self, path: str, params: dict[str, str]) -> dict[str, Any]:
         headers = {}
@@ -258,6 +259,10 @@ def describe_connect_error(where: str, e: BaseException) -> str:
             )
         if isinstance(x, ssl.SSLError):
             return f"TLS handshake with {where} failed: {clean(str(x))} (http:// vs https://?)"
+    if any(isinstance(x, socket.gaierror) for x in chain):
+        return f"cannot resolve Prometheus host {clean(host)!r} (DNS): check the URL"
+    if any(isinstance(x, ConnectionRefusedError) for x in chain):
+        return f"connection refused by {where}: is Prometheus listening there (port, port-forward)?"
     lowered = text.lower()
     if any(
         s in lowered
@@ -280,7 +285,8 @@ def _fmt_time(t: float) -> str:
     return f"{t:.3f}"
 
 
-def _series(data: dict[str, Any], expr: str) -> list[Series]:
+def series_from_data(data: dict[str, Any], expr: str = "") -> list[Series]:
+    """The `data` of a query answer as Series; malformed elements are skipped."""
     rtype = data.get("resultType")
     result = data.get("result")
     if not isinstance(result, list):

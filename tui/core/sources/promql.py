@@ -52,6 +52,11 @@ QUANTILES = {
     "max_tokens_p95": ("max_tokens", 0.95),
 }
 
+# The quantile fields grouped by histogram family: one query each, evaluated in parallel.
+QUANTILE_GROUPS: tuple[tuple[str, ...], ...] = tuple(
+    tuple(f for f, (c, _) in QUANTILES.items() if c == canon) for canon in dict.fromkeys(c for c, _ in QUANTILES.values())
+)
+
 UP_DOWN = "up_down"  # TAG value of targets Prometheus fails to scrape (up == 0)
 
 _MATCHER = re.compile(r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*')
@@ -117,11 +122,24 @@ def raw_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+SAMPLE_TS = "sample_ts"  # TAG value: when Prometheus last scraped the replica (unix seconds)
+PROCESS_CPU = "process_cpu"  # TAG value: the API server's process_cpu_seconds_total
+
+
 def scalars_query(match: str) -> str:
-    """Every gauge/counter alias, one series per replica, engine and name."""
+    """Every gauge/counter alias, one series per replica, engine and name; plus, per replica,
+    the time of its latest scrape and its API server's CPU seconds counter."""
     regex = "|".join(raw_names())  # plain [a-z_:] names: nothing to escape
     sel = "{" + ",".join(x for x in (f'__name__=~"{regex}"', match, 'server=""') if x) + "}"
-    return f"max by ({_by(*RAW_LABELS)}) ({sel})"
+    running = selector("vllm:num_requests_running", match)
+    parts = [
+        f"max by ({_by(*RAW_LABELS)}) ({sel})",
+        _tag(f"max by ({_by(*REPLICA_LABELS)}) (timestamp({running}))", SAMPLE_TS),
+        # Only processes that also expose vLLM series: the match may select other exporters.
+        _tag(f"max by ({_by(*REPLICA_LABELS)}) ({selector(names.PROCESS_CPU, match, '')} and on (instance) {running})",
+             PROCESS_CPU),
+    ]
+    return _fold(parts)
 
 
 def _rate_sum(canon: str, match: str, w: str, by: tuple[str, ...] = REPLICA_LABELS) -> str:
@@ -142,7 +160,6 @@ def rates_query(match: str, rate_window_s: float, fields: tuple[str, ...] | None
         queries = _rate_sum("prefix_queries", match, w)
         parts.append(_tag(f"{hits} / ({queries} > 0)", "prefix_hit_rate"))
     if want is None or "cpu_cores" in want:
-        # Only processes that also expose vLLM series: the match may select other exporters.
         cpu = (
             f"sum by ({_by(*REPLICA_LABELS)}) (rate({selector(names.PROCESS_CPU, match, '')}[{w}])"
             f" and on (instance) {selector('vllm:num_requests_running', match)})"

@@ -23,6 +23,7 @@ from ...metrics.extract import to_gpu
 from ...metrics.parser import Page
 from ...model import GpuDevice, GpuSample
 from ..promclient import Series
+from . import reasons
 
 _MIB = 1024.0 * 1024.0
 _BLANK = 9.0e18  # DCGM "no value" sentinels sit near 2**63
@@ -39,11 +40,11 @@ AMD = {
 }
 # Violation residency (% of time throttled, recent window) -> throttle reason when > 0.
 AMD_THROTTLE = {
-    "gpu_violation_processor_hot_residency_percentage": "prochot_thermal",
-    "gpu_violation_socket_thermal_residency_percentage": "socket_thermal",
-    "gpu_violation_vr_thermal_residency_percentage": "vr_thermal",
-    "gpu_violation_hbm_thermal_residency_percentage": "hbm_thermal",
-    "gpu_violation_ppt_residency_percentage": "ppt_power_cap",
+    "gpu_violation_processor_hot_residency_percentage": reasons.PROCHOT,
+    "gpu_violation_socket_thermal_residency_percentage": reasons.SOCKET_THERMAL,
+    "gpu_violation_vr_thermal_residency_percentage": reasons.VR_THERMAL,
+    "gpu_violation_hbm_thermal_residency_percentage": reasons.HBM_THERMAL,
+    "gpu_violation_ppt_residency_percentage": reasons.PPT,
 }
 
 # Fields the back-fill needs (sparklines: memory and compute only).
@@ -170,7 +171,7 @@ def to_sample(devs: list[DeviceRows], join: str) -> GpuSample | None:
 
 def _amd_device(d: DeviceRows) -> GpuDevice | None:
     f: dict[str, float] = {}
-    reasons: list[str] = []
+    active: list[str] = []
     name = None
     for metric, rows in d.rows.items():
         for labels, v in rows:
@@ -178,11 +179,11 @@ def _amd_device(d: DeviceRows) -> GpuDevice | None:
                 continue
             name = name or labels.get("card_model")
             if metric in AMD_THROTTLE:
-                if v > 0 and AMD_THROTTLE[metric] not in reasons:
-                    reasons.append(AMD_THROTTLE[metric])
+                if v > 0 and AMD_THROTTLE[metric] not in active:
+                    active.append(AMD_THROTTLE[metric])
             else:
                 f[AMD[metric]] = v
-    if not f and not reasons:
+    if not f and not active:
         return None
     used, total = f.get("vram_used_mib"), f.get("vram_total_mib")
     if total is None and used is not None and "vram_free_mib" in f:
@@ -194,18 +195,18 @@ def _amd_device(d: DeviceRows) -> GpuDevice | None:
         memory_used_bytes=used * _MIB if used is not None else None,
         memory_total_bytes=total * _MIB if total is not None else None,
         util_pct=f.get("util_pct"),
-        throttle_reasons=tuple(reasons),
+        throttle_reasons=tuple(active),
         ecc_uncorrected=f.get("ecc_uncorrected"),
         temperature_c=f.get("temperature_c", f.get("edge_temperature_c")),
     )
 
 
-def join(
+def assign(
     devs: list[DeviceRows],
     replicas: Mapping[str, tuple[str | None, str | None]],
     allocations: Mapping[str, GpuAllocation] | None = None,
-) -> dict[str, GpuSample]:
-    """replica name -> its GPUs. `replicas` gives each replica's (namespace, pod) labels."""
+) -> dict[str, tuple[str, list[DeviceRows]]]:
+    """replica name -> (join used, its devices). `replicas` gives each one's (namespace, pod)."""
     by_pod: dict[tuple[str | None, str], list[DeviceRows]] = {}
     by_pod_only: dict[str, list[DeviceRows]] = {}
     by_uuid: dict[tuple[str | None, str], DeviceRows] = {}
@@ -227,7 +228,7 @@ def join(
     for a in allocations.values():
         per_node[a.node] = per_node.get(a.node, 0) + 1
 
-    out: dict[str, GpuSample] = {}
+    out: dict[str, tuple[str, list[DeviceRows]]] = {}
     for name, (ns, pod) in replicas.items():
         found: list[DeviceRows] = []
         how = ""
@@ -252,9 +253,21 @@ def join(
                 found = list(by_host.get(alloc.node, []))
                 how = "node (only replica on it)"
         if found:
-            g = to_sample(found, how)
-            if g is not None:
-                out[name] = g
+            out[name] = (how, found)
+    return out
+
+
+def join(
+    devs: list[DeviceRows],
+    replicas: Mapping[str, tuple[str | None, str | None]],
+    allocations: Mapping[str, GpuAllocation] | None = None,
+) -> dict[str, GpuSample]:
+    """replica name -> its GPUs (see assign for the join order)."""
+    out: dict[str, GpuSample] = {}
+    for name, (how, found) in assign(devs, replicas, allocations).items():
+        g = to_sample(found, how)
+        if g is not None:
+            out[name] = g
     return out
 
 
@@ -272,9 +285,27 @@ def join_range(
     replicas: Mapping[str, tuple[str | None, str | None]],
     allocations: Mapping[str, GpuAllocation] | None = None,
 ) -> dict[float, dict[str, GpuSample]]:
-    """Range-query result -> timestamp -> replica name -> GpuSample."""
-    at: dict[float, list[tuple[dict[str, str], float]]] = {}
-    for s in series:
-        for ts, v in s.points:
-            at.setdefault(ts, []).append((s.labels, v))
-    return {ts: join(index_devices(rows), replicas, allocations) for ts, rows in sorted(at.items())}
+    """Range-query result -> timestamp -> replica name -> GpuSample.
+
+    Labels do not change along a series, so devices are indexed and joined once; only the
+    values are looked up per timestamp.
+    """
+    series = list(series)
+    points = [dict(s.points) for s in series]
+    # Index with each row's value slot holding its series number.
+    plan = assign(index_devices((s.labels, i) for i, s in enumerate(series)), replicas, allocations)
+    stamps = sorted({ts for p in points for ts in p})
+    out: dict[float, dict[str, GpuSample]] = {ts: {} for ts in stamps}
+    for name, (how, devs) in plan.items():
+        for ts in stamps:
+            at = [
+                DeviceRows(d.vendor, d.host, d.uuid, d.index, d.device, d.pod, d.namespace, {
+                    metric: [(labels, points[i][ts]) for labels, i in rows if ts in points[i]]
+                    for metric, rows in d.rows.items()
+                })
+                for d in devs
+            ]
+            g = to_sample(at, how)
+            if g is not None:
+                out[ts][name] = g
+    return out

@@ -1,0 +1,1007 @@
+"""kmock's KubernetesEmulator, extended with the API-server semantics kvwatch relies on.
+
+kmock 0.8 serves objects from memory but ignores selectors, merges strategic patches as plain
+dicts, answers a failed JSON Patch `test` with 500, has no resourceVersion / uid / generation,
+accepts stale writes, returns the Deployment from `/scale`, ignores grace periods, runs no
+controllers, gives access reviews no status and answers pods/log with the pod JSON. This subclass
+keeps kmock's server, object store (`emu.objects`, with history) and DSL, and adds:
+
+- label and field selectors on list and watch; watch from a resourceVersion, 410 when too old,
+  DELETED/ADDED when an object stops/starts matching, and `timeoutSeconds`;
+- resourceVersion on every write, 409 on a stale one (PUT, merge patch, delete preconditions),
+  uid, generation (spec changes only) and observedGeneration;
+- JSON Patch with 422 on a failed `test`, RFC 7386 merge patch, strategic merge by `name`;
+- `/scale` and `/status` subresources, server-side dry run (`dryRun=All`), PUT;
+- a minimal Deployment + ReplicaSet controller: hashed ReplicaSets with revision annotations,
+  RollingUpdate (maxSurge / maxUnavailable) and Recreate, pods whose readiness tests control,
+  Pending pods for "no free GPU", conditions including ProgressDeadlineExceeded;
+- SelfSubjectAccessReview with configurable denials, pods/log text (current and previous), the
+  pod proxy for /metrics, events, namespaces;
+- a request log (`emu.calls`) so tests assert the exact requests sent, and injected faults.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import datetime as _dt
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import aiohttp.web
+import attrs
+import jsonpatch
+import jsonpointer
+import kmock
+from kmock._internal import rendering
+
+# plural -> (group, version, kind, namespaced)
+KINDS: dict[str, tuple[str, str, str, bool]] = {
+    "pods": ("", "v1", "Pod", True),
+    "services": ("", "v1", "Service", True),
+    "events": ("", "v1", "Event", True),
+    "namespaces": ("", "v1", "Namespace", False),
+    "deployments": ("apps", "v1", "Deployment", True),
+    "replicasets": ("apps", "v1", "ReplicaSet", True),
+    "statefulsets": ("apps", "v1", "StatefulSet", True),
+}
+PLURAL = {v[2]: k for k, v in KINDS.items()}
+WORKLOADS = ("deployments", "replicasets", "statefulsets")
+HASH = "pod-template-hash"
+REVISION = "deployment.kubernetes.io/revision"
+GPU_PENDING = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+
+
+def res(plural: str) -> kmock.resource:
+    g, v, _, _ = KINDS[plural]
+    return kmock.resource(g, v, plural)
+
+
+def err(status: int, reason: str, message: str, **details: Any) -> kmock.KubernetesError:
+    return kmock.KubernetesError(status=status, reason=reason, message=message, details=details or {"causes": []})
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    query: dict[str, str]
+    content_type: str | None
+    body: Any
+
+    @property
+    def mutating(self) -> bool:
+        """Changes cluster state. Access reviews are POSTs that change nothing."""
+        if self.method in ("PATCH", "PUT", "DELETE"):
+            return self.query.get("dryRun") != "All"
+        if self.method == "POST":
+            return not self.path.endswith("accessreviews") and self.query.get("dryRun") != "All"
+        return False
+
+    @property
+    def writes(self) -> bool:
+        """Any non-read request except access reviews, dry runs included."""
+        return self.method in ("PATCH", "PUT", "DELETE") or (self.method == "POST" and not self.path.endswith("accessreviews"))
+
+
+@dataclass
+class Fault:
+    method: str | None
+    path: re.Pattern[str]
+    status: int = 500
+    message: str = "injected failure"
+    delay: float = 0.0  # seconds before answering (timeouts)
+    times: int | None = None  # None = forever
+    hits: int = field(default=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# selectors and patches
+
+
+def _split_selector(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def label_match(selector: str | None, labels: dict[str, str]) -> bool:
+    if not selector:
+        return True
+    for term in _split_selector(selector):
+        m = re.fullmatch(r"([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)", term)
+        if m:
+            key, op, vals = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",")}
+            ok = labels.get(key) in vals if op == "in" else labels.get(key) not in vals
+        elif "!=" in term:
+            k, v = term.split("!=", 1)
+            ok = labels.get(k.strip()) != v.strip()
+        elif "=" in term:
+            k, v = re.split(r"==?", term, maxsplit=1)
+            ok = labels.get(k.strip()) == v.strip()
+        elif term.startswith("!"):
+            ok = term[1:].strip() not in labels
+        else:
+            ok = term in labels
+        if not ok:
+            return False
+    return True
+
+
+def _field(obj: dict, path: str) -> Any:
+    cur: Any = obj
+    for part in path.split("."):
+        cur = cur.get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def field_match(selector: str | None, obj: dict) -> bool:
+    if not selector:
+        return True
+    for term in _split_selector(selector):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if str(_field(obj, k.strip()) or "") == v.strip():
+                return False
+        else:
+            k, v = re.split(r"==?", term, maxsplit=1)
+            if str(_field(obj, k.strip()) or "") != v.strip():
+                return False
+    return True
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+def strategic_merge(target: Any, patch: Any) -> Any:
+    """Enough of strategic merge: dicts merge, lists of named dicts merge by `name`."""
+    if isinstance(patch, dict) and isinstance(target, dict):
+        out = copy.deepcopy(target)
+        for k, v in patch.items():
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = strategic_merge(out.get(k), v)
+        return out
+    if (
+        isinstance(patch, list)
+        and isinstance(target, list)
+        and all(isinstance(x, dict) and "name" in x for x in patch + target)
+    ):
+        out = copy.deepcopy(target)
+        for item in patch:
+            i = next((j for j, t in enumerate(out) if t["name"] == item["name"]), None)
+            if i is None:
+                out.append(copy.deepcopy(item))
+            else:
+                out[i] = strategic_merge(out[i], item)
+        return out
+    return copy.deepcopy(patch)
+
+
+def _resolve_int_or_percent(value: Any, total: int, round_up: bool) -> int:
+    if value is None:
+        value = "25%"
+    if isinstance(value, str) and value.endswith("%"):
+        pct = int(value[:-1]) * total / 100.0
+        return int(-(-pct // 1)) if round_up else int(pct // 1)
+    return int(value)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+@attrs.define(kw_only=True)
+class KubeEmulator(kmock.KubernetesEmulator):
+    """See the module docstring. Tests drive it through the official client over real HTTP."""
+
+    now: float = attrs.field(factory=lambda: 1_750_000_000.0)  # emulated wall clock (unix s)
+    pod_start: str = "ready"  # new pods: "ready", "loading" (Running, not Ready), "unschedulable"
+    controllers: bool = True  # run the Deployment/ReplicaSet controller after each write
+    watch_default_timeout: float = 5.0
+    default_allow: bool = True
+    denied: set = attrs.field(factory=set)  # {(verb, group, resource, subresource)}
+    pod_logs: dict = attrs.field(factory=dict)  # (ns, pod, container|None, previous) -> text
+    pod_metrics: dict = attrs.field(factory=dict)  # (ns, pod) -> text or callable() -> text
+    faults: list = attrs.field(factory=list)
+    calls: list = attrs.field(factory=list)
+    deleted: list = attrs.field(factory=list)  # (ns, pod, grace seconds) of every pod deletion
+    _rv: int = attrs.field(default=100, init=False)
+    _seq: int = attrs.field(default=0, init=False)
+    _log: list = attrs.field(factory=list, init=False)  # (rv, plural, type, obj) for watch replay
+    _log_floor: int = attrs.field(default=100, init=False)  # watches older than this get 410
+    _watchers: list = attrs.field(factory=list, init=False)
+    _progress: dict = attrs.field(factory=dict, init=False)
+
+    def __attrs_post_init__(self) -> None:
+        super().__attrs_post_init__()
+        # Our semantics run before kmock's own fallbacks, after any reaction a test declares.
+        (self.fallback ** 1) << self._emulate
+
+    # ---- plumbing: request log, faults, and paths kmock cannot parse ----
+
+    async def __call__(self, raw_request: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        body_bytes = await raw_request.read()
+        try:
+            body = json.loads(body_bytes) if body_bytes else None
+        except ValueError:
+            body = body_bytes.decode("utf-8", "replace")
+        self.calls.append(Call(raw_request.method, raw_request.path, dict(raw_request.query), raw_request.headers.get("Content-Type"), body))
+        for f in self.faults:
+            if (f.method is None or f.method == raw_request.method) and f.path.search(raw_request.path):
+                if f.times is not None and f.hits >= f.times:
+                    continue
+                f.hits += 1
+                if f.delay:
+                    await asyncio.sleep(f.delay)
+                return aiohttp.web.json_response(
+                    {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": f.status, "reason": "Injected", "message": f.message},
+                    status=f.status,
+                )
+        if raw_request.method == "GET" and raw_request.path.rstrip("/") == "/api/v1/namespaces":
+            return aiohttp.web.json_response(self._list_namespaces())  # kmock's path parser fails here
+        return await super().__call__(raw_request)
+
+    async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
+        # Skip KubernetesEmulator._handle: it mutates objects before any reaction runs.
+        return await kmock.RawHandler._handle(self, request)
+
+    def fail(self, method: str | None, path: str, status: int = 500, message: str = "injected failure", *, delay: float = 0.0, times: int | None = None) -> Fault:
+        f = Fault(method, re.compile(path), status, message, delay, times)
+        self.faults.append(f)
+        return f
+
+    def mutating_calls(self) -> list[Call]:
+        return [c for c in self.calls if c.mutating]
+
+    # ---- store ----
+
+    def _key(self, plural: str, ns: str | None, name: str) -> tuple:
+        return (res(plural), ns if KINDS[plural][3] else None, name)
+
+    def get(self, plural: str, ns: str | None, name: str) -> dict | None:
+        key = self._key(plural, ns, name)
+        if key not in self.objects or self.objects[key].deleted:
+            return None
+        return copy.deepcopy(self.objects[key].raw)
+
+    def items(self, plural: str, ns: str | None = None) -> list[dict]:
+        out = []
+        for (r, ons, _), obj in list(self.objects.items()):
+            if r == res(plural) and not obj.deleted and (ns is None or ons == ns):
+                out.append(copy.deepcopy(obj.raw))
+        return out
+
+    def _stamp(self) -> str:
+        return _dt.datetime.fromtimestamp(self.now, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def _write(self, plural: str, obj: dict, typ: str, *, notify: bool = True) -> dict:
+        meta = obj.setdefault("metadata", {})
+        ns, name = meta.get("namespace"), meta["name"]
+        key = self._key(plural, ns, name)
+        old = self.get(plural, ns, name)
+        self._rv += 1
+        meta["resourceVersion"] = str(self._rv)
+        g, v, kind, _ = KINDS[plural]
+        obj.setdefault("apiVersion", f"{g}/{v}" if g else v)
+        obj.setdefault("kind", kind)
+        if typ == "DELETED":
+            self.objects[key].delete()
+        elif key in self.objects:
+            self.objects[key].history.append(copy.deepcopy(obj))
+        else:
+            self.objects[key] = copy.deepcopy(obj)
+        snapshot = copy.deepcopy(obj)
+        self._log.append((self._rv, plural, typ, snapshot))
+        if len(self._log) > 5000:
+            self._log_floor = self._log[1000][0]
+            del self._log[:1000]
+        if notify:
+            for w in list(self._watchers):
+                w.offer(plural, typ, old, snapshot)
+        return snapshot
+
+    def add(self, obj: dict) -> dict:
+        """Create an object as a client would (metadata filled in), without a request."""
+        plural = PLURAL[obj["kind"]]
+        return self._create(plural, obj.get("metadata", {}).get("namespace"), copy.deepcopy(obj), reconcile=True)
+
+    def _create(self, plural: str, ns: str | None, obj: dict, reconcile: bool = True, dry: bool = False) -> dict:
+        meta = obj.setdefault("metadata", {})
+        if KINDS[plural][3]:
+            meta["namespace"] = ns or meta.get("namespace") or "default"
+        if not meta.get("name"):
+            if meta.get("generateName"):
+                self._seq += 1
+                meta["name"] = f"{meta['generateName']}{self._seq:05x}"
+            else:
+                raise err(422, "Invalid", f"{KINDS[plural][2]} is invalid: metadata.name: Required value")
+        if self.get(plural, meta.get("namespace"), meta["name"]) is not None:
+            raise err(409, "AlreadyExists", f'{plural} "{meta["name"]}" already exists')
+        self._seq += 1
+        meta.setdefault("uid", f"uid-{self._seq:06d}")
+        meta.setdefault("creationTimestamp", self._stamp())
+        if plural in WORKLOADS:
+            meta["generation"] = 1
+            obj.setdefault("status", {})
+        if dry:
+            meta["resourceVersion"] = str(self._rv)
+            return obj
+        out = self._write(plural, obj, "ADDED")
+        if reconcile:
+            self.reconcile()
+            out = self.get(plural, meta.get("namespace"), meta["name"]) or out
+        return out
+
+    def _update(self, plural: str, old: dict, new: dict, *, status_only: bool = False, dry: bool = False) -> dict:
+        om, nm = old["metadata"], new.setdefault("metadata", {})
+        for k in ("name", "namespace", "uid", "creationTimestamp"):
+            if nm.get(k) != om.get(k):
+                if k in ("uid", "creationTimestamp") and k not in nm:
+                    nm[k] = om.get(k)
+                    continue
+                raise err(422, "Invalid", f"{KINDS[plural][2]} {om['name']!r} is invalid: metadata.{k}: field is immutable")
+        if status_only:
+            keep = copy.deepcopy(old)
+            keep["status"] = new.get("status", {})
+            new = keep
+        elif "status" in old and plural in WORKLOADS + ("pods",):
+            new["status"] = copy.deepcopy(old["status"])  # the main resource ignores status
+        if plural in WORKLOADS:
+            nm["generation"] = om.get("generation", 1) + (1 if new.get("spec") != old.get("spec") else 0)
+        if dry:
+            nm["resourceVersion"] = om.get("resourceVersion")
+            return new
+        out = self._write(plural, new, "MODIFIED")
+        self.reconcile()
+        return self.get(plural, nm.get("namespace"), nm["name"]) or out
+
+    def _delete(self, plural: str, obj: dict, grace: int | None, dry: bool = False) -> dict:
+        meta = obj["metadata"]
+        out = copy.deepcopy(obj)
+        out["metadata"]["deletionTimestamp"] = self._stamp()
+        if grace is not None:
+            out["metadata"]["deletionGracePeriodSeconds"] = grace
+        if dry:
+            return out
+        if plural == "pods":
+            self.deleted.append((meta.get("namespace"), meta["name"], grace))
+        self._write(plural, out, "DELETED")
+        if plural == "deployments":  # garbage-collect owned ReplicaSets and pods
+            for rs in self._owned("replicasets", meta.get("namespace"), meta["uid"]):
+                self._delete("replicasets", rs, 0)
+        if plural == "replicasets":
+            for p in self._owned("pods", meta.get("namespace"), meta["uid"]):
+                self._delete("pods", p, 0)
+        self.reconcile()
+        return out
+
+    # ---- request dispatch ----
+
+    async def _emulate(self, request: rendering.Request) -> Any:
+        r = request.resource
+        if r is None or r.plural is None:
+            raise NotImplementedError  # discovery etc.: kmock's own fallbacks
+        plural, ns, name, sub = r.plural, request.namespace, request.name, request.subresource
+        method = request.method.value
+        params = request.params
+        dry = params.get("dryRun") == "All"
+        if plural == "selfsubjectaccessreviews" and method == "POST":
+            return rendering.Response(status=201, payload=self._access_review(request.data or {}))
+        if plural not in KINDS:
+            raise kmock.KubernetesResourceNotFoundError()
+        kind = KINDS[plural][2]
+        if plural == "pods" and sub == "log" and method == "GET":
+            return self._pod_log(ns, name, params)
+        if plural == "pods" and name and sub and sub.startswith("proxy"):
+            return self._proxy(ns, name, sub)
+        if method == "GET" and params.get("watch") in ("true", "True", "1"):
+            return self._watch(plural, ns, name, params)
+        if method == "GET" and name is None:
+            return self._list(plural, ns, params)
+        if method == "POST" and name is None:
+            return rendering.Response(status=201, payload=self._create(plural, ns, copy.deepcopy(request.data or {}), dry=dry))
+        obj = self.get(plural, ns, name) if name else None
+        if obj is None:
+            raise err(404, "NotFound", f'{plural}{"." + KINDS[plural][0] if KINDS[plural][0] else ""} "{name}" not found', name=name, kind=plural)
+        if method == "GET":
+            return self._to_scale(obj) if sub == "scale" else obj
+        if method == "DELETE":
+            return self._serve_delete_req(plural, obj, request, dry)
+        if method in ("PATCH", "PUT"):
+            return self._serve_write(plural, kind, obj, request, sub, dry)
+        raise err(405, "MethodNotAllowed", f"{method} is not supported here")
+
+    def _list(self, plural: str, ns: str | None, params: dict) -> dict:
+        items = [
+            o
+            for o in self.items(plural, ns)
+            if label_match(params.get("labelSelector"), o["metadata"].get("labels") or {})
+            and field_match(params.get("fieldSelector"), o)
+        ]
+        g, v, kind, _ = KINDS[plural]
+        return {"apiVersion": f"{g}/{v}" if g else v, "kind": f"{kind}List", "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+
+    def _list_namespaces(self) -> dict:
+        names = {o["metadata"]["name"] for o in self.items("namespaces")}
+        for (r, ns, _), obj in list(self.objects.items()):
+            if ns and not obj.deleted:
+                names.add(ns)
+        items = [{"metadata": {"name": n}, "status": {"phase": "Active"}} for n in sorted(names)]
+        return {"apiVersion": "v1", "kind": "NamespaceList", "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+
+    def _serve_delete_req(self, plural: str, obj: dict, request: rendering.Request, dry: bool) -> dict:
+        body = request.data if isinstance(request.data, dict) else {}
+        pre = body.get("preconditions") or {}
+        if pre.get("uid") and pre["uid"] != obj["metadata"].get("uid"):
+            raise err(409, "Conflict", f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {obj['metadata'].get('uid')}")
+        if pre.get("resourceVersion") and pre["resourceVersion"] != obj["metadata"].get("resourceVersion"):
+            raise err(409, "Conflict", "Precondition failed: resourceVersion mismatch")
+        grace = request.params.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
+        return self._delete(plural, obj, int(grace) if grace is not None else None, dry)
+
+    def _serve_write(self, plural: str, kind: str, obj: dict, request: rendering.Request, sub: str | None, dry: bool) -> dict:
+        ctype = (request.headers.get("Content-Type") or "").split(";")[0].strip()
+        data = request.data
+        base = self._to_scale(obj) if sub == "scale" else obj
+        if request.method.value == "PUT":
+            if not isinstance(data, dict):
+                raise err(400, "BadRequest", "the body of the request was in an unknown format")
+            rv = (data.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != obj["metadata"]["resourceVersion"]:
+                raise self._conflict(plural, obj)
+            new = copy.deepcopy(data)
+        elif ctype == "application/json-patch+json":
+            if not isinstance(data, list):
+                raise err(400, "BadRequest", "json patch must be a list of operations")
+            try:
+                new = jsonpatch.apply_patch(copy.deepcopy(base), data)
+            except jsonpatch.JsonPatchTestFailed as e:
+                raise err(422, "Invalid", f"the server rejected our request due to an error in our request: {e}") from None
+            except (jsonpatch.JsonPatchException, jsonpointer.JsonPointerException) as e:
+                raise err(422, "Invalid", f"the server rejected our request due to an error in our request: {e}") from None
+        elif ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            if not isinstance(data, dict):
+                raise err(400, "BadRequest", "merge patch must be an object")
+            rv = (data.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != obj["metadata"]["resourceVersion"]:
+                raise self._conflict(plural, obj)
+            fn = merge_patch if ctype == "application/merge-patch+json" else strategic_merge
+            new = fn(base, data)
+        else:
+            raise err(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {ctype!r})")
+        if sub == "scale":
+            replicas = (new.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or replicas < 0:
+                raise err(422, "Invalid", f"Scale.autoscaling \"{obj['metadata']['name']}\" is invalid: spec.replicas: Invalid value: {replicas!r}")
+            upd = copy.deepcopy(obj)
+            upd["spec"]["replicas"] = replicas
+            out = self._update(plural, obj, upd, dry=dry)
+            return self._to_scale(out)
+        if plural in ("deployments", "statefulsets") and sub != "status":
+            r = (new.get("spec") or {}).get("replicas")
+            if r is not None and (not isinstance(r, int) or r < 0):
+                raise err(422, "Invalid", f"{kind} is invalid: spec.replicas: Invalid value")
+        return self._update(plural, obj, new, status_only=sub == "status", dry=dry)
+
+    def _conflict(self, plural: str, obj: dict) -> kmock.KubernetesError:
+        g = KINDS[plural][0]
+        return err(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {plural}{"." + g if g else ""} "{obj["metadata"]["name"]}": '
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+
+    def _to_scale(self, obj: dict) -> dict:
+        meta = obj["metadata"]
+        sel = ((obj.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+        return {
+            "apiVersion": "autoscaling/v1",
+            "kind": "Scale",
+            "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")},
+            "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
+            "status": {"replicas": (obj.get("status") or {}).get("replicas", 0), "selector": ",".join(f"{k}={v}" for k, v in sorted(sel.items()))},
+        }
+
+    # ---- watch ----
+
+    def _watch(self, plural: str, ns: str | None, name: str | None, params: dict) -> Any:
+        emu = self
+        sel, fsel = params.get("labelSelector"), params.get("fieldSelector")
+        if name:
+            fsel = f"metadata.name={name}" + (f",{fsel}" if fsel else "")
+        timeout = float(params.get("timeoutSeconds") or self.watch_default_timeout)
+        rv = params.get("resourceVersion")
+
+        def matches(o: dict | None) -> bool:
+            return (
+                o is not None
+                and (ns is None or o["metadata"].get("namespace") == ns)
+                and label_match(sel, o["metadata"].get("labels") or {})
+                and field_match(fsel, o)
+            )
+
+        class Watcher:
+            def __init__(self) -> None:
+                self.q: asyncio.Queue = asyncio.Queue()
+
+            def offer(self, p: str, typ: str, old: dict | None, new: dict) -> None:
+                if p != plural:
+                    return
+                was, now = matches(old), matches(new)
+                if typ == "DELETED":
+                    if was or matches(new):
+                        self.q.put_nowait({"type": "DELETED", "object": new})
+                elif now:
+                    self.q.put_nowait({"type": "MODIFIED" if was and typ != "ADDED" else "ADDED", "object": new})
+                elif was:
+                    self.q.put_nowait({"type": "DELETED", "object": new})
+
+        async def stream():
+            yield b""  # send the headers now, as an API server does
+            w = Watcher()
+            if rv and rv != "0":
+                if int(rv) < emu._log_floor:
+                    yield {"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired", "message": f"too old resource version: {rv}"}}
+                    return
+                for erv, p, typ, obj in emu._log:
+                    if erv > int(rv) and p == plural and matches(obj):
+                        w.q.put_nowait({"type": typ, "object": obj})
+            else:
+                for o in emu.items(plural, ns):
+                    if matches(o):
+                        w.q.put_nowait({"type": "ADDED", "object": o})
+            emu._watchers.append(w)
+            deadline = time.monotonic() + timeout
+            try:
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    try:
+                        ev = await asyncio.wait_for(w.q.get(), left)
+                    except asyncio.TimeoutError:
+                        return
+                    yield ev
+            finally:
+                if w in emu._watchers:
+                    emu._watchers.remove(w)
+
+        return stream()
+
+    # ---- access reviews, logs, proxy, events ----
+
+    def deny(self, verb: str, resource: str, subresource: str = "", group: str | None = None) -> None:
+        g = group if group is not None else KINDS.get(resource, ("",))[0]
+        self.denied.add((verb, g, resource, subresource))
+
+    def _access_review(self, body: dict) -> dict:
+        attrs_ = ((body.get("spec") or {}).get("resourceAttributes")) or {}
+        key = (attrs_.get("verb"), attrs_.get("group") or "", attrs_.get("resource"), attrs_.get("subresource") or "")
+        allowed = self.default_allow and key not in self.denied
+        reason = "" if allowed else f"user cannot {key[0]} {key[2]}{'/' + key[3] if key[3] else ''} (emulated RBAC)"
+        out = copy.deepcopy(body)
+        out["status"] = {"allowed": allowed, "reason": reason} | ({} if allowed else {"denied": True})
+        return out
+
+    def _pod_log(self, ns: str, name: str, params: dict) -> bytes:
+        pod = self.get("pods", ns, name)
+        if pod is None:
+            raise err(404, "NotFound", f'pods "{name}" not found')
+        container = params.get("container")
+        names = [c["name"] for c in pod["spec"].get("containers") or []]
+        if container is None and len(names) > 1:
+            raise err(400, "BadRequest", f"a container name must be specified for pod {name}, choose one of: {names}")
+        container = container or (names[0] if names else None)
+        previous = params.get("previous") in ("true", "True", "1")
+        text = self.pod_logs.get((ns, name, container, previous))
+        if text is None and previous:
+            raise err(400, "BadRequest", f'previous terminated container "{container}" in pod "{name}" not found')
+        lines = (text or "").splitlines(keepends=True)
+        if params.get("tailLines"):
+            lines = lines[-int(params["tailLines"]) :]
+        return "".join(lines).encode()
+
+    def _proxy(self, ns: str, name: str, sub: str) -> bytes:
+        pod_name, _, port = name.partition(":")
+        if self.get("pods", ns, pod_name) is None:
+            raise err(404, "NotFound", f'pods "{pod_name}" not found')
+        page = self.pod_metrics.get((ns, pod_name))
+        if page is None:
+            raise err(503, "ServiceUnavailable", f"error trying to reach service: dial tcp 10.0.0.1:{port or 80}: connect: connection refused")
+        return (page() if callable(page) else page).encode()
+
+    def add_event(self, ns: str, reason: str, message: str, *, kind: str = "Pod", name: str = "x", type: str = "Normal", ts: float | None = None, count: int = 1) -> dict:
+        self._seq += 1
+        stamp = _dt.datetime.fromtimestamp(ts if ts is not None else self.now, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return self._create(
+            "events",
+            ns,
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{name}.{self._seq:x}", "namespace": ns},
+                "involvedObject": {"kind": kind, "name": name, "namespace": ns},
+                "reason": reason,
+                "message": message,
+                "type": type,
+                "count": count,
+                "firstTimestamp": stamp,
+                "lastTimestamp": stamp,
+            },
+            reconcile=False,
+        )
+
+    # ---- pods under test control ----
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self.reconcile()
+
+    def _pod_status(self, pod: dict, mode: str) -> dict:
+        containers = pod["spec"].get("containers") or []
+        stamp = self._stamp()
+        if mode == "unschedulable":
+            return {
+                "phase": "Pending",
+                "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": GPU_PENDING, "lastTransitionTime": stamp}],
+            }
+        ready = mode == "ready"
+        self._seq += 1
+        return {
+            "phase": "Running",
+            "podIP": f"10.0.{self._seq // 250}.{self._seq % 250 + 1}",
+            "startTime": stamp,
+            "conditions": [
+                {"type": "PodScheduled", "status": "True", "lastTransitionTime": stamp},
+                {"type": "Initialized", "status": "True", "lastTransitionTime": stamp},
+                {"type": "ContainersReady", "status": str(ready), "lastTransitionTime": stamp},
+                {"type": "Ready", "status": str(ready), "lastTransitionTime": stamp},
+            ],
+            "containerStatuses": [
+                {"name": c["name"], "ready": ready, "restartCount": 0, "image": c.get("image", ""), "state": {"running": {"startedAt": stamp}}}
+                for c in containers
+            ],
+        }
+
+    def set_ready(self, ns: str, name: str, ready: bool = True) -> None:
+        pod = self.get("pods", ns, name)
+        assert pod is not None, name
+        mode = "ready" if ready else "loading"
+        if pod["status"].get("phase") == "Pending" or not pod["status"].get("containerStatuses"):
+            pod["status"] = self._pod_status(pod, mode)
+            pod["spec"].setdefault("nodeName", "gpu-node-1")
+        for cond in pod["status"].get("conditions") or []:
+            if cond["type"] in ("Ready", "ContainersReady"):
+                cond["status"] = str(ready)
+        for cs in pod["status"].get("containerStatuses") or []:
+            cs["ready"] = ready
+        self._write("pods", pod, "MODIFIED")
+        self.reconcile()
+
+    def ready_all(self, ns: str) -> list[str]:
+        names = []
+        for p in self.items("pods", ns):
+            if not any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or []):
+                self.set_ready(ns, p["metadata"]["name"])
+                names.append(p["metadata"]["name"])
+        return names
+
+    def crash(self, ns: str, name: str, reason: str = "OOMKilled", exit_code: int = 137) -> None:
+        pod = self.get("pods", ns, name)
+        assert pod is not None, name
+        for cs in pod["status"].get("containerStatuses") or []:
+            cs["restartCount"] = cs.get("restartCount", 0) + 1
+            cs["lastState"] = {"terminated": {"reason": reason, "exitCode": exit_code, "finishedAt": self._stamp()}}
+            cs["state"] = {"waiting": {"reason": "CrashLoopBackOff"}}
+            cs["ready"] = False
+        for cond in pod["status"].get("conditions") or []:
+            if cond["type"] in ("Ready", "ContainersReady"):
+                cond["status"] = "False"
+        self._write("pods", pod, "MODIFIED")
+        self.reconcile()
+
+    # ---- controller ----
+
+    def _owned(self, plural: str, ns: str | None, uid: str) -> list[dict]:
+        return [o for o in self.items(plural, ns) if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])]
+
+    @staticmethod
+    def _is_ready(p: dict) -> bool:
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in (p.get("status") or {}).get("conditions") or [])
+
+    def reconcile(self) -> None:
+        if not self.controllers:
+            return
+        for _ in range(20):  # converge: each pass may create what the next one scales
+            changed = False
+            for d in self.items("deployments"):
+                changed |= self._reconcile_deployment(d)
+            for rs in self.items("replicasets"):
+                changed |= self._reconcile_rs(rs)
+            if not changed:
+                break
+        for d in self.items("deployments"):
+            self._deployment_status(d)
+
+    def _template_hash(self, template: dict) -> str:
+        return hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
+
+    def _reconcile_deployment(self, d: dict) -> bool:
+        meta, spec = d["metadata"], d["spec"]
+        ns = meta["namespace"]
+        if spec.get("paused"):
+            return False
+        template = spec["template"]
+        h = self._template_hash(template)
+        rss = self._owned("replicasets", ns, meta["uid"])
+        rev = lambda r: int((r["metadata"].get("annotations") or {}).get(REVISION, 0))  # noqa: E731
+        new = next((r for r in rss if (r["metadata"].get("labels") or {}).get(HASH) == h), None)
+        max_rev = max((rev(r) for r in rss), default=0)
+        changed = False
+        if new is None:
+            t = copy.deepcopy(template)
+            t.setdefault("metadata", {}).setdefault("labels", {})[HASH] = h
+            ann = {REVISION: str(max_rev + 1)}
+            cause = (meta.get("annotations") or {}).get("kubernetes.io/change-cause")
+            if cause:
+                ann["kubernetes.io/change-cause"] = cause
+            new = self._create(
+                "replicasets",
+                ns,
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "metadata": {
+                        "name": f"{meta['name']}-{h}",
+                        "namespace": ns,
+                        "labels": dict(t["metadata"]["labels"]),
+                        "annotations": ann,
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": meta["name"], "uid": meta["uid"], "controller": True}],
+                    },
+                    "spec": {"replicas": 0, "selector": {"matchLabels": {**spec["selector"]["matchLabels"], HASH: h}}, "template": t},
+                },
+                reconcile=False,
+            )
+            self.add_event(ns, "ScalingReplicaSet", f"Created new replica set {new['metadata']['name']}", kind="Deployment", name=meta["name"])
+            changed = True
+            rss = self._owned("replicasets", ns, meta["uid"])
+            new = next(r for r in rss if r["metadata"]["name"] == new["metadata"]["name"])
+        elif rev(new) < max_rev:  # roll back reuses the old ReplicaSet under a new revision
+            new["metadata"]["annotations"][REVISION] = str(max_rev + 1)
+            new = self._write("replicasets", new, "MODIFIED")
+            changed = True
+        if (meta.get("annotations") or {}).get(REVISION) != new["metadata"]["annotations"][REVISION]:
+            d2 = self.get("deployments", ns, meta["name"])
+            d2["metadata"].setdefault("annotations", {})[REVISION] = new["metadata"]["annotations"][REVISION]
+            self._write("deployments", d2, "MODIFIED")
+            changed = True
+        desired = spec.get("replicas", 1)
+        olds = [r for r in rss if r["metadata"]["name"] != new["metadata"]["name"] and r["spec"]["replicas"] > 0]
+        want: dict[str, int] = {r["metadata"]["name"]: r["spec"]["replicas"] for r in rss}
+        pods = self.items("pods", ns)
+
+        def ready_of(rs: dict) -> int:
+            return sum(1 for p in pods if any(o.get("uid") == rs["metadata"]["uid"] for o in p["metadata"].get("ownerReferences") or []) and self._is_ready(p))
+
+        strategy = spec.get("strategy") or {}
+        if not olds:
+            want[new["metadata"]["name"]] = desired
+        elif strategy.get("type") == "Recreate":
+            for r in olds:
+                want[r["metadata"]["name"]] = 0
+        else:
+            ru = strategy.get("rollingUpdate") or {}
+            surge = _resolve_int_or_percent(ru.get("maxSurge"), desired, True)
+            unavail = _resolve_int_or_percent(ru.get("maxUnavailable"), desired, False)
+            if surge == 0 and unavail == 0:
+                unavail = 1
+            total = sum(want.values())
+            n = want[new["metadata"]["name"]]
+            if n < desired:
+                room = desired + surge - total
+                if room > 0:
+                    want[new["metadata"]["name"]] = n + min(room, desired - n)
+            available = ready_of(new) + sum(ready_of(r) for r in olds)
+            can_remove = available - (desired - unavail)
+            for r in olds:
+                nm = r["metadata"]["name"]
+                unready = want[nm] - ready_of(r)
+                drop = max(0, unready)
+                ready_drop = min(max(0, can_remove), want[nm] - drop)
+                can_remove -= ready_drop
+                want[nm] = max(0, want[nm] - drop - ready_drop)
+        for r in rss:
+            nm = r["metadata"]["name"]
+            if want[nm] != r["spec"]["replicas"]:
+                r2 = self.get("replicasets", ns, nm)
+                r2["spec"]["replicas"] = want[nm]
+                self._write("replicasets", r2, "MODIFIED")
+                verb = "up" if want[nm] > r["spec"]["replicas"] else "down"
+                self.add_event(ns, "ScalingReplicaSet", f"Scaled {verb} replica set {nm} from {r['spec']['replicas']} to {want[nm]}", kind="Deployment", name=meta["name"])
+                changed = True
+        return changed
+
+    def _reconcile_rs(self, rs: dict) -> bool:
+        meta = rs["metadata"]
+        ns = meta["namespace"]
+        pods = [p for p in self._owned("pods", ns, meta["uid"])]
+        want = rs["spec"]["replicas"]
+        changed = False
+        while len(pods) < want:
+            self._seq += 1
+            t = copy.deepcopy(rs["spec"]["template"])
+            name = f"{meta['name']}-{self._seq:05x}"[-63:]
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": ns,
+                    "labels": dict((t.get("metadata") or {}).get("labels") or {}),
+                    "annotations": dict((t.get("metadata") or {}).get("annotations") or {}),
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": meta["name"], "uid": meta["uid"], "controller": True}],
+                },
+                "spec": copy.deepcopy(t.get("spec") or {}),
+            }
+            if self.pod_start != "unschedulable":
+                pod["spec"]["nodeName"] = "gpu-node-1"
+            pod["status"] = self._pod_status(pod, self.pod_start)
+            pods.append(self._create("pods", ns, pod, reconcile=False))
+            changed = True
+        if len(pods) > want:
+            # delete not-ready first, then the newest
+            pods.sort(key=lambda p: (self._is_ready(p), p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
+            for p in pods[: len(pods) - want]:
+                self._delete("pods", p, 30)
+            pods = pods[len(pods) - want :]
+            changed = True
+        ready = sum(1 for p in pods if self._is_ready(p))
+        status = {"replicas": len(pods), "readyReplicas": ready, "availableReplicas": ready, "fullyLabeledReplicas": len(pods), "observedGeneration": meta.get("generation", 1)}
+        cur = self.get("replicasets", ns, meta["name"])
+        if cur is not None and cur.get("status") != status:
+            cur["status"] = status
+            self._write("replicasets", cur, "MODIFIED")
+        return changed
+
+    def _deployment_status(self, d: dict) -> None:
+        meta, spec = d["metadata"], d["spec"]
+        ns = meta["namespace"]
+        desired = spec.get("replicas", 1)
+        h = self._template_hash(spec["template"])
+        rss = self._owned("replicasets", ns, meta["uid"])
+        pods = [p for r in rss for p in self._owned("pods", ns, r["metadata"]["uid"])]
+        updated = [p for p in pods if (p["metadata"].get("labels") or {}).get(HASH) == h]
+        ready = sum(1 for p in pods if self._is_ready(p))
+        ru = (spec.get("strategy") or {}).get("rollingUpdate") or {}
+        unavail = _resolve_int_or_percent(ru.get("maxUnavailable"), desired, False)
+        complete = len(updated) == desired and len(pods) == desired and ready == desired
+        sig = (h, len(updated), ready, len(pods), desired)
+        key = (ns, meta["name"])
+        last_sig, since = self._progress.get(key, (None, self.now))
+        if sig != last_sig:
+            since = self.now
+            self._progress[key] = (sig, since)
+        stamp = _dt.datetime.fromtimestamp(since, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        deadline = spec.get("progressDeadlineSeconds", 600)
+        if complete:
+            prog = {"type": "Progressing", "status": "True", "reason": "NewReplicaSetAvailable", "message": f'ReplicaSet "{meta["name"]}-{h}" has successfully progressed.'}
+        elif self.now - since > deadline:
+            prog = {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": f'ReplicaSet "{meta["name"]}-{h}" has timed out progressing.'}
+        else:
+            prog = {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": f'ReplicaSet "{meta["name"]}-{h}" is progressing.'}
+        prog["lastUpdateTime"] = prog["lastTransitionTime"] = stamp
+        avail_ok = ready >= desired - unavail
+        conds = [
+            {"type": "Available", "status": str(avail_ok), "reason": "MinimumReplicasAvailable" if avail_ok else "MinimumReplicasUnavailable", "message": "Deployment has minimum availability." if avail_ok else "Deployment does not have minimum availability."},
+            prog,
+        ]
+        status = {
+            "observedGeneration": meta.get("generation", 1),
+            "replicas": len(pods),
+            "updatedReplicas": len(updated),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "unavailableReplicas": max(0, len(pods) - ready),
+            "conditions": conds,
+        }
+        cur = self.get("deployments", ns, meta["name"])
+        if cur is not None and cur.get("status") != status:
+            cur["status"] = status
+            self._write("deployments", cur, "MODIFIED")
+
+
+# ---------------------------------------------------------------------------------------------
+# Realistic vLLM workloads
+
+
+def vllm_deployment(
+    name: str = "llama",
+    ns: str = "serving",
+    replicas: int = 2,
+    *,
+    command: list[str] | None = None,
+    args: list[str] | None = None,
+    env: list[dict] | None = None,
+    labels: dict[str, str] | None = None,
+    grace: int | None = 60,
+    prestop_sleep: int | None = None,
+    strategy: dict | None = None,
+    progress_deadline: int = 600,
+) -> dict:
+    sel = {"app": name}
+    pod_labels = {**sel, "serving": "true", **(labels or {})}
+    container: dict[str, Any] = {
+        "name": "vllm",
+        "image": "vllm/vllm-openai:v0.10.0",
+        "command": command if command is not None else ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"],
+        "args": args if args is not None else ["--max-num-seqs", "256", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--port", "8000"],
+        "ports": [{"containerPort": 8000, "name": "http"}],
+        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+    }
+    if env:
+        container["env"] = env
+    if prestop_sleep:
+        container["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(prestop_sleep)]}}}
+    spec: dict[str, Any] = {"containers": [container, {"name": "log-shipper", "image": "fluent/fluent-bit:3.0"}]}
+    if grace is not None:
+        spec["terminationGracePeriodSeconds"] = grace
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "labels": sel},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": sel},
+            "strategy": strategy or {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "progressDeadlineSeconds": progress_deadline,
+            "template": {"metadata": {"labels": pod_labels}, "spec": spec},
+        },
+    }
+
+
+def vllm_service(name: str = "llama", ns: str = "serving") -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"selector": {"app": name, "serving": "true"}, "ports": [{"port": 80, "targetPort": 8000}]},
+    }
+
+
+def client_for(server: kmock.Server, timeout_retries: int = 0) -> Any:
+    """An official `kubernetes` ApiClient pointed at the emulator (no credentials)."""
+    from kubernetes import client
+
+    cfg = client.Configuration(host=str(server.url).rstrip("/"))
+    cfg.retries = timeout_retries
+    return client.ApiClient(cfg)
+
+
+Callback = Callable[[], Any]

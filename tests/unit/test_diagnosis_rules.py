@@ -1,0 +1,261 @@
+"""Each verdict, its evidence, hysteresis, detection delay and the absence of look-ahead."""
+
+from __future__ import annotations
+
+import pytest
+
+from tui.core.diagnosis import Thresholds, diagnose
+from tui.core.monitor import Monitor
+
+from .diagnosis_helpers import history_of, scrape, series
+
+T = Thresholds()
+
+
+def verdicts(scrapes, t: Thresholds = T) -> list[str]:
+    """The verdict after each scrape, computed on the growing history (as live)."""
+    h = history_of([])
+    out = []
+    for s in scrapes:
+        h.add(s)
+        out.append(diagnose(h, s.ts, t).verdict)
+    return out
+
+
+def last(scrapes, t: Thresholds = T):
+    h = history_of(scrapes)
+    return diagnose(h, scrapes[-1].ts, t)
+
+
+def texts(f) -> str:
+    return "\n".join(e.text for e in f.evidence)
+
+
+# -- each verdict ---------------------------------------------------------------------------------
+
+
+def test_unknown_until_two_scrapes_then_healthy():
+    v = verdicts(series(3, cpu=lambda i: i * 1.0))
+    assert v[0] == "unknown"
+    assert v[1:] == ["healthy", "healthy"]
+
+
+def test_kv_pressure_needs_kv_high_and_preemptions_with_evidence():
+    f = last(series(4, kv=0.97, waiting=lambda i: 5.0 + i, wcap=lambda i: 5.0 + i,
+                    preempt=lambda i: 3.0 * i, running=3.0, util=35.0, mem_pct=92.0))
+    assert f.verdict == "kv-pressure"
+    ev = {e.signal: e for e in f.evidence}
+    assert ev["kv_usage"].crossed and ev["kv_usage"].value == pytest.approx(0.97)
+    assert ev["preemptions_per_s"].crossed and ev["preemptions_per_s"].value == pytest.approx(0.6)
+    assert ev["waiting_capacity"].crossed
+    # GPU memory is listed, but it is context: the verdict is led by KV and preemptions
+    assert f.evidence[0].signal == "kv_usage"
+    assert "necessary, not decisive" in ev["gpu_memory_pct"].text
+    assert "KV usage 0.97 >= 0.90" in texts(f)
+
+
+def test_kv_high_alone_is_not_pressure():
+    f = last(series(6, kv=0.95, running=30.0, waiting=0.0, preempt=0.0))
+    assert f.verdict == "healthy"
+    kv = next(e for e in f.evidence if e.signal == "kv_usage")
+    assert kv.crossed  # compared and crossed, but nothing else corroborates
+
+
+def test_capacity_queue_without_preemption_needs_persistence():
+    # KV full and a capacity queue that persists three scrapes: pressure, without any preemption
+    v = verdicts(series(6, kv=0.96, waiting=4.0, wcap=4.0, running=lambda i: 8.0 + i % 3))
+    assert v[:2] == ["unknown", "healthy"]
+    assert v[2:] == ["kv-pressure"] * 4
+
+
+def test_waiting_but_not_for_capacity_is_not_kv_pressure():
+    f = last(series(6, kv=0.96, waiting=4.0, wcap=0.0, wdef=4.0, running=2.0, gen=lambda i: 100.0 * i))
+    assert f.verdict != "kv-pressure"
+
+
+def test_gpu_memory_high_and_util_low_on_a_quiet_replica_is_healthy():
+    # the naive runbook signature (memory > 85-90 %, util < 60 %) on a pre-allocated idle pool
+    f = last(series(5, kv=0.05, running=1.0, util=10.0, mem_pct=93.0, cpu=lambda i: 0.1 * i))
+    assert f.verdict == "healthy"
+
+
+def test_compute_bound():
+    f = last(series(5, kv=0.6, running=60.0, util=95.0, hists=None, cpu=lambda i: 2.5 * i))
+    assert f.verdict == "compute-bound"
+    assert f.evidence[0].signal == "gpu_util_pct" and f.evidence[0].crossed
+
+
+def test_host_bound_from_cpu_near_one_core_while_gpu_idles():
+    f = last(series(5, kv=0.1, running=2.0, waiting=3.0, util=15.0, cpu=lambda i: 4.9 * i))
+    assert f.verdict == "host-bound"
+    cpu = f.evidence[0]
+    assert cpu.signal == "cpu_cores" and cpu.value == pytest.approx(0.98) and cpu.crossed
+
+
+def test_host_bound_without_gpu_data_says_so():
+    f = last(series(5, kv=0.1, running=2.0, util=None, gpu=False, cpu=lambda i: 4.9 * i))
+    assert f.verdict == "host-bound"
+    assert "gpu" in f.missing
+    assert "GPU data absent" in texts(f)
+
+
+def test_node_fault_overrides_kv_pressure_and_benign_throttle_does_not():
+    pressure = dict(kv=0.99, waiting=lambda i: 5.0 + i, preempt=lambda i: 3.0 * i, running=3.0)
+    f = last(series(4, throttle=("hw_thermal_slowdown",), **pressure))
+    assert f.verdict == "node-fault"
+    assert "hw_thermal_slowdown" in texts(f)
+    f = last(series(4, throttle=("sw_power_cap",), **pressure))
+    assert f.verdict == "kv-pressure"
+
+
+@pytest.mark.parametrize("kw,word", [({"ecc": 2.0}, "ECC"), ({"xid": 79.0}, "XID")])
+def test_node_fault_from_ecc_and_xid(kw, word):
+    f = last(series(3, **kw))
+    assert f.verdict == "node-fault"
+    assert word in texts(f)
+
+
+def test_down_after_the_stale_window_with_since():
+    ok = series(3)
+    bad = [scrape(1015.0 + 5 * i, error="connection refused") for i in range(5)]
+    h = history_of(ok + bad)
+    f = diagnose(h, bad[-1].ts, T)
+    assert f.verdict == "down" and f.since == bad[0].ts
+    assert "connection refused" in f.summary
+    # before the stale window the replica keeps its last verdict (stale, not down)
+    h2 = history_of(ok + bad[:2])
+    assert diagnose(h2, bad[1].ts, T).verdict == "healthy"
+
+
+def test_stalled_when_tokens_stop_with_requests_in_flight():
+    # counters stop after scrape 3: scrape 4 is the first with an interval of no progress (onset)
+    frozen = lambda i: 100.0 * min(i, 3)  # noqa: E731
+    v = verdicts(series(8, running=lambda i: 12.0 + i % 3, waiting=5.0, gen=frozen, prompt=frozen, kv=0.6,
+                        util=100.0))
+    assert v[2:5] == ["compute-bound"] * 3  # busy GPU, tokens flowing; then one quiet interval
+    assert v[5:] == ["stalled"] * 3  # one interval after onset, even at 100 % util
+
+
+def test_idle_replica_without_progress_is_not_stalled():
+    f = last(series(6, running=0.0, waiting=0.0, kv=0.0, gen=5.0, prompt=5.0, util=0.0))
+    assert f.verdict == "healthy"
+
+
+def test_stalled_when_waiting_is_dominated_by_deferred():
+    f = last(series(5, running=2.0, waiting=12.0, wcap=0.0, wdef=12.0, kv=0.2))
+    assert f.verdict == "stalled"
+    assert "deferred" in texts(f)
+
+
+def test_concurrency_capped_running_pinned_queue_growing_kv_headroom():
+    f = last(series(6, running=64.0, waiting=lambda i: 3.0 * i, wcap=lambda i: 3.0 * i, kv=0.5, util=70.0))
+    assert f.verdict == "concurrency-capped"
+    assert "pinned" in texts(f)
+    f = last(series(4, running=64.0, waiting=lambda i: 3.0 * (i + 1), kv=0.5, cache={"max_num_seqs": "64"}))
+    assert f.verdict == "concurrency-capped"
+    assert "max-num-seqs 64" in texts(f)
+
+
+def test_concurrency_capped_never_becomes_kv_pressure_with_kv_headroom():
+    v = verdicts(series(20, running=128.0, waiting=lambda i: 2.0 * i, wcap=lambda i: 2.0 * i, kv=0.7))
+    assert "kv-pressure" not in v and v[-1] == "concurrency-capped"
+
+
+def test_v0_swapped_requests_count_as_preemption():
+    f = last(series(3, kv=0.98, swapped=3.0, running=4.0))
+    assert f.verdict == "kv-pressure"
+    assert any(e.signal == "swapped" and e.crossed for e in f.evidence)
+
+
+# -- hysteresis and timing -----------------------------------------------------------------------
+
+
+def test_detection_within_two_intervals_of_onset():
+    onset = 6
+
+    def pre(i):
+        return 0.0 if i < onset else 2.0 * (i - onset + 1)
+
+    v = verdicts(series(14, kv=lambda i: 0.5 if i < onset else 0.97, preempt=pre,
+                        waiting=lambda i: 0.0 if i < onset else 6.0, running=lambda i: 20.0 if i < onset else 4.0))
+    first = v.index("kv-pressure")
+    assert onset <= first <= onset + 2
+
+
+def test_no_flicker_on_a_borderline_replica():
+    # KV wobbling around the threshold with preemptions every other interval: one verdict
+    kv = lambda i: 0.95 if i % 2 else 0.88  # noqa: E731
+    pre = lambda i: 2.0 * ((i + 1) // 2)  # noqa: E731  (preemptions in the odd intervals)
+    v = verdicts(series(20, kv=kv, preempt=pre, waiting=lambda i: 2.0 if i % 3 else 0.0, running=6.0))
+    after = v[v.index("kv-pressure"):]
+    assert after == ["kv-pressure"] * len(after)
+
+
+def test_single_scrape_blip_does_not_change_the_verdict():
+    util = lambda i: 95.0 if i == 5 else 50.0  # noqa: E731
+    v = verdicts(series(10, util=util, running=40.0))
+    assert v[1:] == ["healthy"] * 9
+
+
+def test_recovery_leaves_kv_pressure_only_when_preemptions_stop():
+    n_on = 8
+
+    def pre(i):
+        return 3.0 * min(i, n_on)
+
+    v = verdicts(series(18, kv=lambda i: 0.97 if i < n_on else 0.80, preempt=pre,
+                        waiting=lambda i: 5.0 if i < n_on else 0.0, running=4.0))
+    assert v[n_on - 1] == "kv-pressure"
+    assert v[-1] == "healthy"
+    back = v.index("healthy", n_on)
+    assert back <= n_on + 3
+
+
+def test_since_is_kept_by_the_monitor_while_the_verdict_holds():
+    mon = Monitor()
+    onset = 4
+    scr = series(10, kv=lambda i: 0.5 if i < onset else 0.97,
+                 preempt=lambda i: 0.0 if i < onset else 3.0 * (i - onset + 1), waiting=lambda i: 4.0 * (i >= onset))
+    sinces = []
+    for s in scr:
+        st = mon.ingest([s])
+        sinces.append((st.replicas[0].verdict, st.replicas[0].finding.since))
+    kv = [since for v, since in sinces if v == "kv-pressure"]
+    assert kv and len(set(kv)) == 1 and kv[0] == scr[onset].ts
+
+
+# -- no look-ahead --------------------------------------------------------------------------------
+
+
+def test_verdict_at_t_is_identical_when_later_scrapes_are_appended():
+    scr = series(30, kv=lambda i: 0.5 if i < 10 else 0.97, preempt=lambda i: max(0, i - 10) * 2.0,
+                 waiting=lambda i: 0.0 if i < 10 else 5.0, util=lambda i: 95.0 if 20 <= i < 25 else 50.0,
+                 running=lambda i: 40.0 if i >= 20 else 8.0)
+    full = history_of(scr)
+    live = verdicts(scr)
+    for cut in (5, 11, 12, 21, 29):
+        prefix = history_of(scr[: cut + 1])
+        f_prefix = diagnose(prefix, scr[cut].ts, T)
+        f_full_asked_then = diagnose(full, scr[cut].ts, T)  # same history, asked about the past
+        assert f_prefix.verdict == live[cut] == f_full_asked_then.verdict
+        assert f_prefix.since == f_full_asked_then.since
+
+
+def test_counter_reset_is_not_a_preemption_spike_nor_a_stall():
+    # the server restarts: counters drop to small values and carry on
+    pre = lambda i: 500.0 + i if i < 5 else float(i - 5)  # noqa: E731
+    gen = lambda i: 1e6 + 100.0 * i if i < 5 else 100.0 * (i - 4)  # noqa: E731
+    v = verdicts(series(10, kv=0.5, preempt=pre, gen=gen, prompt=gen, running=10.0))
+    assert v[1:] == ["healthy"] * 9
+
+
+def test_thresholds_are_configurable_and_validated():
+    t = T.with_overrides(kv_high=0.8, kv_clear=0.75)
+    f = last(series(4, kv=0.85, waiting=lambda i: 5.0, preempt=lambda i: 3.0 * i), t)
+    assert f.verdict == "kv-pressure"
+    assert last(series(4, kv=0.85, waiting=lambda i: 5.0, preempt=lambda i: 3.0 * i)).verdict != "kv-pressure"
+    with pytest.raises(ValueError, match="unknown threshold"):
+        T.with_overrides(kv_hihg=0.8)
+    with pytest.raises(ValueError, match="expected int"):
+        T.with_overrides(min_points=2.5)
+    assert T.with_overrides(benign_throttle="gpu_idle, sw_power_cap").benign_throttle == ("gpu_idle", "sw_power_cap")

@@ -1,0 +1,97 @@
+"""`kvwatch diagnose --input FILE [--json]`: each replica's verdict timeline from a scrape log.
+
+The log is replayed through the live pipeline in time order, so the verdict at any time uses
+only the scrapes up to it, exactly as the dashboard computed it then. Thresholds and windows
+come from the config file, as live.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        help="verdict timeline of each replica in a recorded scrape log",
+        description="Replay a scrape log (JSON lines, .gz accepted; what --record writes) through the "
+                    "diagnosis and print each replica's verdict timeline and current evidence.",
+    )
+    p.add_argument("--input", "-i", required=True, metavar="FILE", help="scrape log (.jsonl or .jsonl.gz)")
+    p.add_argument("--json", action="store_true",
+                   help='print {"replicas": {NAME: {"verdict", "since", "evidence", "timeline"}}}')
+    p.add_argument("--config", metavar="TOML", default=None,
+                   help="thresholds from this config file (default: the user config, as live)")
+    p.set_defaults(func=run)
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "-"
+    if ts > 1e9:  # wall-clock time
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"t={ts:.1f}s"  # simulated seconds
+
+
+def _dur(s: float) -> str:
+    s = max(0.0, s)
+    if s < 120:
+        return f"{s:.0f} s"
+    if s < 7200:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def run(args: argparse.Namespace) -> int:
+    from tui.core.config import load_config
+    from tui.core.offline import diagnose_file
+    from tui.core.textsafe import clean
+
+    cfg = load_config(args.config)
+    for prob in cfg.problems:
+        print(f"kvwatch diagnose: config: {prob}", file=sys.stderr)
+    try:
+        result = diagnose_file(args.input, cfg.thresholds, cfg.windows)
+    except FileNotFoundError:
+        print(f"kvwatch diagnose: {args.input}: no such file", file=sys.stderr)
+        return 2
+    except IsADirectoryError:
+        print(f"kvwatch diagnose: {args.input}: is a directory, not a scrape log", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"kvwatch diagnose: {args.input}: cannot read: {e.strerror or e}", file=sys.stderr)
+        return 2
+    for prob in result.problems:
+        print(f"kvwatch diagnose: {clean(str(prob))}", file=sys.stderr)
+    if not result.replicas:
+        print(f"kvwatch diagnose: {args.input}: no scrape records found", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, allow_nan=False, default=str))
+        return 0
+    reps = result.replicas
+    t0 = min(r.first_ts for r in reps.values() if r.first_ts is not None)
+    t1 = max(r.last_ts for r in reps.values() if r.last_ts is not None)
+    print(f"{clean(args.input)}: {len(reps)} replica(s), {result.scrapes} scrape(s), "
+          f"{_when(t0)} -> {_when(t1)} ({_dur(t1 - t0)})")
+    for name in sorted(reps):
+        r = reps[name]
+        since = f" since {_when(r.since)}" if r.since is not None else ""
+        print(f"\n{clean(name)}: {r.verdict}{since}" + (f" [{r.state}]" if r.state and r.state != "ok" else ""))
+        if r.summary:
+            print(f"  {clean(r.summary)}")
+        print("  timeline:")
+        for i, (ts, v) in enumerate(r.timeline):
+            end = r.timeline[i + 1][0] if i + 1 < len(r.timeline) else r.last_ts
+            print(f"    {_when(ts)}  {v:<19} {_dur((end or ts) - ts)}")
+        if r.evidence:
+            print("  evidence:")
+            for e in r.evidence:
+                mark = "!" if e.crossed else ("?" if e.op == "missing" else " ")
+                print(f"    {mark} {clean(e.text)}")
+        if r.failed:
+            print(f"  failed scrapes: {r.failed} of {r.scrapes}")
+    return 0

@@ -1,0 +1,77 @@
+"""`kvwatch replay FILE`: play a recorded scrape log through the same screens as live.
+
+The Monitor, diagnosis and screens are the live ones; only the source differs (tui.core.sources
+.replay), so what the replay shows is what the live session showed. Mitigation keys are off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from tui.core.config import DefaultStr
+
+KEYS = "keys: p pause/play · < > step one poll · t seek · n next verdict change · q quit"
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="play a recording (--record FILE) through the fleet screens",
+        description="Play a scrape log written by --record through the live screens. " + KEYS,
+    )
+    p.add_argument("file", metavar="FILE", help="scrape log (JSON lines, .gz accepted; a cut last line is fine)")
+    p.add_argument("--speed", type=float, default=1.0, help="recorded seconds per second (default 1)")
+    p.add_argument("--at", metavar="TIME", default=None,
+                   help="start at TIME: HH:MM[:SS], +90s from the start, 50%%, end")
+    p.add_argument("--paused", action="store_true", help="start paused")
+    p.add_argument("--json", action="store_true",
+                   help="headless: one JSON object (as the live --json mode) per recorded poll, as fast as possible")
+    p.add_argument("--theme", default=None, help="colour theme (ctrl+t cycles)")
+    p.add_argument("--ascii", action="store_true", help="ASCII glyphs only")
+    p.add_argument("--screenshot-dir", default=DefaultStr("."), help="where ctrl+s writes SVG screenshots")
+    p.set_defaults(func=run_replay)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from tui.core.export import fleet_json
+    from tui.core.sources.replay import ReplaySource, parse_seek
+    from tui.launch import apply_config, make_app, make_monitor
+
+    if not args.speed > 0:
+        print("kvwatch replay: --speed must be positive", file=sys.stderr)
+        return 2
+    cfg = apply_config(args)
+    try:
+        src = ReplaySource.open(args.file, args.speed)
+    except OSError as e:
+        print(f"kvwatch replay: cannot read {args.file}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    for p in src.problems[:20]:
+        print(f"kvwatch replay: {p}", file=sys.stderr)
+    if len(src.problems) > 20:
+        print(f"kvwatch replay: ... and {len(src.problems) - 20} more problems", file=sys.stderr)
+    if not src.rounds:
+        print(f"kvwatch replay: no scrapes in {args.file}", file=sys.stderr)
+        return 1
+    monitor = make_monitor(src, cfg, src.interval)
+    if args.json:
+        while not src.at_end:
+            sys.stdout.write(json.dumps(fleet_json(monitor.ingest(src.take()))) + "\n")
+        return 0
+    k = 1
+    if args.at:
+        try:
+            k = src.index_at(parse_seek(args.at, src.start_ts, src.start_ts, src.end_ts))
+        except ValueError as e:
+            print(f"kvwatch replay: --at: {e}", file=sys.stderr)
+            return 2
+    for _ in range(max(1, k)):
+        monitor.ingest(src.take())
+    if args.paused:
+        src.pause()
+    args.interval = src.interval
+    app = make_app(args, monitor, cfg, mode="replay")
+    app.run()
+    return app.return_code or 0

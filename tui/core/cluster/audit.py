@@ -1,0 +1,79 @@
+"""Append-only audit log of cluster actions: one JSON object per line.
+
+Default place: `$XDG_STATE_HOME/kvwatch/audit.jsonl` (`~/.local/state/kvwatch/audit.jsonl`).
+Each line: time, kube user and context, action, target, diff, patch, result. Credentials never
+reach it: callers pass names only, and the patch is what was sent to the API server.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def default_path() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "kvwatch" / "audit.jsonl"
+
+
+class AuditLog:
+    """Thread-safe JSON-lines appender. A write failure is kept in `last_error`, never raised:
+    the action already happened and the dashboard must keep running."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        self.last_error: str | None = None
+        self._lock = threading.Lock()
+
+    def record(
+        self,
+        *,
+        user: str,
+        context: str,
+        action: str,
+        target: str,
+        diff: str = "",
+        ok: bool,
+        message: str,
+        status: int | None = None,
+        patch: Any = None,
+    ) -> dict[str, Any]:
+        entry = {
+            "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
+            "user": user,
+            "context": context,
+            "action": action,
+            "target": target,
+            "diff": diff,
+            "patch": patch,
+            "result": {"ok": ok, "message": message, "status": status},
+        }
+        line = json.dumps(entry, separators=(",", ":"), default=str) + "\n"
+        with self._lock:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                with os.fdopen(fd, "a", encoding="utf-8") as f:
+                    f.write(line)
+                self.last_error = None
+            except OSError as e:
+                self.last_error = f"audit log {self.path}: {e.strerror or e}"
+        return entry
+
+    def read(self) -> list[dict[str, Any]]:
+        """All entries (for tests and an audit view); unreadable lines are skipped."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except OSError:
+            return []
+        out = []
+        for ln in text.splitlines():
+            try:
+                out.append(json.loads(ln))
+            except ValueError:
+                continue
+        return out

@@ -1,0 +1,119 @@
+"""Offline diagnosis: replay a scrape log through the live pipeline and keep each verdict timeline.
+
+Scrapes go through `Monitor.ingest` in time order, one poll at a time, so the verdict at time t
+is computed from the scrapes up to t only, by the same code as the live view. A poll is
+rebuilt from the log as a run of consecutive scrapes (in time order) with distinct replicas:
+the recorder writes one poll's scrapes together, and a replica seen again starts the next poll.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from .diagnosis import Thresholds
+from .history import Windows
+from .model import Evidence, Scrape
+from .monitor import Monitor
+from .record.reader import LogProblem, read_log
+
+
+@dataclass
+class ReplicaTimeline:
+    name: str
+    verdict: str = "unknown"
+    since: float | None = None
+    evidence: tuple[Evidence, ...] = ()
+    missing: tuple[str, ...] = ()
+    summary: str = ""
+    state: str = ""
+    timeline: list[tuple[float, str]] = field(default_factory=list)  # (ts, verdict) at each change
+    points: list[tuple[float, str]] = field(default_factory=list)  # every scrape, when asked for
+    first_ts: float | None = None
+    last_ts: float | None = None
+    scrapes: int = 0
+    failed: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "since": self.since,
+            "state": self.state,
+            "summary": self.summary,
+            "evidence": [e.as_dict() for e in self.evidence],
+            "missing": list(self.missing),
+            "timeline": [{"ts": ts, "verdict": v} for ts, v in self.timeline],
+            "scrapes": self.scrapes,
+            "failed_scrapes": self.failed,
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+        }
+
+
+@dataclass
+class OfflineResult:
+    replicas: dict[str, ReplicaTimeline]
+    problems: list[LogProblem] = field(default_factory=list)
+    scrapes: int = 0
+
+    def as_dict(self) -> dict:
+        return {
+            "replicas": {n: r.as_dict() for n, r in sorted(self.replicas.items())},
+            "problems": [str(p) for p in self.problems],
+            "scrapes": self.scrapes,
+        }
+
+
+def polls(scrapes: Iterable[Scrape]) -> Iterable[list[Scrape]]:
+    """Group time-ordered scrapes into polls: a replica seen again starts the next poll."""
+    batch: list[Scrape] = []
+    seen: set[str] = set()
+    for s in scrapes:
+        if s.replica in seen:
+            yield batch
+            batch, seen = [], set()
+        batch.append(s)
+        seen.add(s.replica)
+    if batch:
+        yield batch
+
+
+def replay(scrapes: Iterable[Scrape], thresholds: Thresholds | None = None, windows: Windows | None = None,
+           keep_points: bool = False, history_len: int = 600) -> OfflineResult:
+    """Verdict timelines of every replica in `scrapes` (any order; sorted by time, stable)."""
+    ordered = sorted(scrapes, key=lambda s: s.ts)
+    mon = Monitor(thresholds=thresholds, windows=windows, history_len=history_len)
+    out: dict[str, ReplicaTimeline] = {}
+    n = 0
+    for batch in polls(ordered):
+        state = mon.ingest(batch)
+        n += len(batch)
+        polled = {s.replica: s for s in batch}
+        for view in state.replicas:
+            if view.name not in polled:
+                continue
+            r = out.get(view.name)
+            if r is None:
+                r = out[view.name] = ReplicaTimeline(view.name, first_ts=polled[view.name].ts)
+            s = polled[view.name]
+            r.scrapes += 1
+            r.failed += 0 if s.ok else 1
+            r.last_ts = s.ts
+            f = view.finding
+            if not r.timeline or r.timeline[-1][1] != f.verdict:
+                r.timeline.append((s.ts, f.verdict))
+            if keep_points:
+                r.points.append((s.ts, f.verdict))
+            r.verdict, r.since, r.evidence = f.verdict, f.since, f.evidence
+            r.missing, r.summary, r.state = f.missing, f.summary, view.state
+    return OfflineResult(out, scrapes=n)
+
+
+def diagnose_file(path: str, thresholds: Thresholds | None = None, windows: Windows | None = None,
+                  keep_points: bool = False) -> OfflineResult:
+    """Read a scrape log (plain or gzip) and replay it. OSError when the file cannot be opened."""
+    problems: list[LogProblem] = []
+    scrapes = list(read_log(path, problems.append))
+    result = replay(scrapes, thresholds, windows, keep_points)
+    result.problems = problems
+    return result

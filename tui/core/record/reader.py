@@ -1,0 +1,241 @@
+"""Reader of the JSON-lines scrape log (see writer.py for the format).
+
+Tolerant by design, because the file is evidence from an incident: gzip is recognised by its
+magic bytes (so rotated `FILE.gz.1` works), a gzip stream cut short by a killed writer yields
+everything before the cut, unknown fields are ignored, and a malformed line is reported with
+its line number and skipped. Pages go through the same parser and the same checks as a live
+scrape, so a replay sees exactly what the live view saw.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from ..metrics.extract import parse_vllm, to_sample
+from ..metrics.parser import not_metrics_reason
+from ..model import GpuDevice, GpuSample, PodInfo, Scrape
+
+_CHUNK = 1 << 16
+_MAX_LINE = 64 * 1024 * 1024  # a line longer than this is garbage, not a page
+
+
+@dataclass(frozen=True, slots=True)
+class LogProblem:
+    path: str
+    line: int  # 0 = the file as a whole
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.message}"
+
+
+class LogFormatError(ValueError):
+    """A line that is JSON but not a scrape record."""
+
+
+def _chunks(path: str, problem: Callable[[int, str], None]) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        head = f.read(2)
+        f.seek(0)
+        if head != b"\x1f\x8b":
+            while buf := f.read(_CHUNK):
+                yield buf
+            return
+        d = zlib.decompressobj(31)
+        while buf := f.read(_CHUNK):
+            while buf:
+                try:
+                    out = d.decompress(buf)
+                except zlib.error as e:
+                    problem(0, f"corrupt gzip data ({e}); read up to here")
+                    return
+                if out:
+                    yield out
+                if d.eof:  # end of one gzip member; appended recordings start another
+                    buf = d.unused_data
+                    d = zlib.decompressobj(31)
+                else:
+                    buf = b""
+        tail = d.flush()  # a stream cut short (killed writer): what was sync-flushed is here
+        if tail:
+            yield tail
+
+
+def iter_lines(path: str, problem: Callable[[int, str], None]) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes, ended with a newline) for each line of a plain or gzip file."""
+    buf = b""
+    lineno = 0
+    skipping = False  # inside a line too long to be a page: drop it up to its newline
+    for chunk in _chunks(path, problem):
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                continue
+            chunk, skipping = chunk[nl + 1:], False
+        buf += chunk
+        if b"\n" in chunk:
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                lineno += 1
+                yield lineno, line, True
+        if len(buf) > _MAX_LINE:
+            lineno += 1
+            problem(lineno, f"line longer than {_MAX_LINE} bytes, skipped")
+            buf, skipping = b"", True
+    if buf:
+        yield lineno + 1, buf, False
+
+
+# -- records -----------------------------------------------------------------------------------
+
+
+def _num(obj: dict, key: str, where: str, notes: list[str]) -> float | None:
+    v = obj.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        notes.append(f"{where}.{key}: expected a number, got {v!r:.40} (ignored)")
+        return None
+    return float(v)
+
+
+def _device(obj: dict, index: str, where: str, notes: list[str]) -> GpuDevice:
+    tr = obj.get("throttle_reasons") or []
+    if not isinstance(tr, list) or not all(isinstance(x, str) for x in tr):
+        notes.append(f"{where}.throttle_reasons: expected a list of names (ignored)")
+        tr = []
+    name, uuid = obj.get("name"), obj.get("uuid")
+    return GpuDevice(
+        index=str(obj.get("index", index)),
+        uuid=uuid if isinstance(uuid, str) else None,
+        name=name if isinstance(name, str) else None,
+        memory_used_bytes=_num(obj, "memory_used_bytes", where, notes),
+        memory_total_bytes=_num(obj, "memory_total_bytes", where, notes),
+        util_pct=_num(obj, "utilization_pct", where, notes),
+        throttle_reasons=tuple(tr),
+        ecc_uncorrected=_num(obj, "ecc_uncorrected_errors", where, notes),
+        xid_errors=_num(obj, "xid_errors", where, notes),
+    )
+
+
+def _gpu(obj, notes: list[str]) -> GpuSample | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        notes.append("gpu: expected an object (ignored)")
+        return None
+    devs = obj.get("devices")
+    if isinstance(devs, list) and devs and all(isinstance(d, dict) for d in devs):
+        devices = tuple(_device(d, str(i), f"gpu.devices[{i}]", notes) for i, d in enumerate(devs))
+    else:
+        devices = (_device(obj, "0", "gpu", notes),)
+    src = obj.get("source")
+    return GpuSample(devices=devices, source=src if isinstance(src, str) else "record", join="record")
+
+
+def _pod(obj, replica: str, notes: list[str]) -> PodInfo | None:
+    if obj is None:
+        return None
+    if not isinstance(obj, dict):
+        notes.append("pod: expected an object (ignored)")
+        return None
+    restarts = _num(obj, "restarts", "pod", notes)
+    code = _num(obj, "last_exit_code", "pod", notes)
+    reason = obj.get("last_termination_reason")
+
+    def s(k: str, default: str | None = None) -> str | None:
+        v = obj.get(k)
+        return v if isinstance(v, str) else default
+
+    return PodInfo(
+        namespace=s("namespace", "") or "",
+        name=s("name", replica) or replica,
+        node=s("node"),
+        phase=s("phase"),
+        restarts=int(restarts) if restarts is not None else 0,
+        last_termination_reason=reason if isinstance(reason, str) else None,
+        last_exit_code=int(code) if code is not None else None,
+    )
+
+
+def record_to_scrape(obj, keep_raw: bool = False, notes: list[str] | None = None) -> Scrape:
+    """One parsed JSON object -> Scrape; LogFormatError when it is not a scrape record.
+    `notes` collects problems with optional fields that were ignored."""
+    notes = notes if notes is not None else []
+    if not isinstance(obj, dict):
+        raise LogFormatError(f"expected a JSON object, got {type(obj).__name__}")
+    ts = obj.get("ts")
+    if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
+        raise LogFormatError(f"missing or invalid ts ({ts!r:.40})")
+    replica = obj.get("replica")
+    if not isinstance(replica, str) or not replica:
+        raise LogFormatError(f"missing or invalid replica ({replica!r:.40})")
+    metrics, error = obj.get("metrics"), obj.get("error")
+    if metrics is not None and not isinstance(metrics, str):
+        raise LogFormatError("metrics: expected the page text as a string")
+    if metrics is None and error is None:
+        raise LogFormatError("neither metrics nor error")
+    group = obj.get("group") if isinstance(obj.get("group"), str) else None
+    gpu = _gpu(obj.get("gpu"), notes)
+    pod = _pod(obj.get("pod"), replica, notes)
+    ts = float(ts)
+    if metrics is None:
+        return Scrape(ts=ts, replica=replica, error=str(error) or "scrape failed", gpu=gpu, pod=pod, group=group)
+    reason = not_metrics_reason(metrics)
+    if reason is not None:
+        return Scrape(ts=ts, replica=replica, error=reason, gpu=gpu, pod=pod, group=group)
+    try:
+        sample = to_sample(parse_vllm(metrics))
+    except Exception as e:  # noqa: BLE001 - one odd page must not end the replay (as live)
+        return Scrape(ts=ts, replica=replica, error=f"unreadable page ({type(e).__name__})", group=group)
+    if not sample.engines:
+        return Scrape(ts=ts, replica=replica, error="no vLLM metrics on page", gpu=gpu, pod=pod, group=group)
+    return Scrape(ts=ts, replica=replica, sample=sample, raw=metrics if keep_raw else None,
+                  gpu=gpu, pod=pod, group=group)
+
+
+def read_log(path: str, on_problem: Callable[[LogProblem], None] | None = None,
+             keep_raw: bool = False) -> Iterator[Scrape]:
+    """Scrapes in file order. Problems (malformed lines, a cut last line, ignored fields) go to
+    `on_problem`; OSError from opening the file propagates (the caller reports it)."""
+
+    def problem(line: int, msg: str) -> None:
+        if on_problem is not None:
+            on_problem(LogProblem(path, line, msg))
+
+    for lineno, raw, complete in iter_lines(path, problem):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as e:
+            if not complete:
+                problem(lineno, "incomplete last line (recording cut mid-write), skipped")
+            else:
+                problem(lineno, f"malformed JSON ({_short(e)}), skipped")
+            continue
+        notes: list[str] = []
+        try:
+            scrape = record_to_scrape(obj, keep_raw, notes)
+        except LogFormatError as e:
+            problem(lineno, f"{e}, skipped")
+            continue
+        for n in notes:
+            problem(lineno, n)
+        yield scrape
+
+
+def load_log(path: str, keep_raw: bool = False) -> tuple[list[Scrape], list[LogProblem]]:
+    problems: list[LogProblem] = []
+    scrapes = list(read_log(path, problems.append, keep_raw))
+    return scrapes, problems
+
+
+def _short(e: Exception) -> str:
+    msg = str(e)
+    return msg if len(msg) <= 80 else msg[:77] + "..."

@@ -1,0 +1,139 @@
+"""Local NVIDIA GPUs through NVML (`pynvml`, distribution nvidia-ml-py), for kvwatch on a GPU node.
+
+Every failure to reach the driver becomes GpuUnavailable with one line ("NVML unavailable:
+NVIDIA driver library not found (libnvidia-ml.so.1)"), never a traceback. A field the GPU does
+not support is None, not 0. The library object is injectable so tests can supply recorded
+values at the library edge; the missing-library path is always the real one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...metrics import names
+from ...model import GpuDevice, GpuSample
+from ..text import clean
+from .errors import GpuUnavailable
+
+# pynvml error class name -> what to tell the user.
+_INIT_ERRORS = {
+    "NVMLError_LibraryNotFound": "NVIDIA driver library not found (libnvidia-ml.so.1)",
+    "NVMLError_DriverNotLoaded": "NVIDIA driver not loaded (is the kernel module installed?)",
+    "NVMLError_NoPermission": "no permission to talk to the NVIDIA driver",
+    "NVMLError_LibRmVersionMismatch": "driver library and kernel module versions differ (reboot or reinstall the driver)",
+    "NVMLError_FunctionNotFound": "NVIDIA driver too old for this NVML call",
+    "NVMLError_InsufficientPower": "a GPU is not powered correctly",
+    "NVMLError_Unknown": "unknown NVML error",
+}
+
+
+def _load(lib: Any | None) -> Any:
+    if lib is not None:
+        return lib
+    try:
+        import pynvml
+    except ImportError:
+        raise GpuUnavailable("NVML unavailable: Python package nvidia-ml-py (pynvml) not installed") from None
+    return pynvml
+
+
+def _reason(e: BaseException) -> str:
+    return _INIT_ERRORS.get(type(e).__name__) or clean(str(e), 160) or type(e).__name__
+
+
+def _text(v: Any) -> str:
+    return clean(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v), 120)
+
+
+class NvmlSampler:
+    """Open once, sample many times, close. `sample()` reads every GPU the driver shows."""
+
+    source = "nvml"
+
+    def __init__(self, lib: Any | None = None) -> None:
+        self._lib_arg = lib
+        self._lib: Any = None
+
+    def open(self) -> None:
+        if self._lib is not None:
+            return
+        lib = _load(self._lib_arg)
+        err = getattr(lib, "NVMLError", Exception)
+        try:
+            lib.nvmlInit()
+        except err as e:
+            raise GpuUnavailable(f"NVML unavailable: {_reason(e)}") from None
+        except OSError as e:  # a broken library file
+            raise GpuUnavailable(f"NVML unavailable: {clean(str(e), 160)}") from None
+        self._lib = lib
+
+    def close(self) -> None:
+        if self._lib is None:
+            return
+        try:
+            self._lib.nvmlShutdown()
+        except Exception:
+            pass  # shutting down: nothing useful to say
+        self._lib = None
+
+    def __enter__(self) -> "NvmlSampler":
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _get(self, fn: str, *args: Any) -> Any:
+        """One NVML field; None when the call is missing, unsupported or fails for this GPU."""
+        f = getattr(self._lib, fn, None)
+        if f is None:
+            return None
+        try:
+            return f(*args)
+        except getattr(self._lib, "NVMLError", Exception):
+            return None
+
+    def devices(self) -> tuple[GpuDevice, ...]:
+        self.open()
+        lib = self._lib
+        try:
+            count = lib.nvmlDeviceGetCount()
+        except lib.NVMLError as e:
+            raise GpuUnavailable(f"NVML unavailable: {_reason(e)}") from None
+        out = []
+        for i in range(count):
+            h = self._get("nvmlDeviceGetHandleByIndex", i)
+            if h is None:
+                out.append(GpuDevice(index=str(i), name="(unreadable)"))
+                continue
+            mem = self._get("nvmlDeviceGetMemoryInfo", h)
+            util = self._get("nvmlDeviceGetUtilizationRates", h)
+            mask = self._get("nvmlDeviceGetCurrentClocksEventReasons", h)
+            if mask is None:
+                mask = self._get("nvmlDeviceGetCurrentClocksThrottleReasons", h)  # before r535
+            ecc = self._get(
+                "nvmlDeviceGetTotalEccErrors",
+                h,
+                getattr(lib, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1),
+                getattr(lib, "NVML_VOLATILE_ECC", 0),
+            )
+            temp = self._get("nvmlDeviceGetTemperature", h, getattr(lib, "NVML_TEMPERATURE_GPU", 0))
+            uuid = self._get("nvmlDeviceGetUUID", h)
+            name = self._get("nvmlDeviceGetName", h)
+            out.append(
+                GpuDevice(
+                    index=str(i),
+                    uuid=_text(uuid) if uuid is not None else None,
+                    name=_text(name) if name is not None else None,
+                    memory_used_bytes=float(mem.used) if mem is not None else None,
+                    memory_total_bytes=float(mem.total) if mem is not None else None,
+                    util_pct=float(util.gpu) if util is not None else None,
+                    throttle_reasons=names.throttle_names(int(mask)) if mask is not None else (),
+                    ecc_uncorrected=float(ecc) if ecc is not None else None,
+                    temperature_c=float(temp) if temp is not None else None,
+                )
+            )
+        return tuple(out)
+
+    def sample(self) -> GpuSample:
+        return GpuSample(devices=self.devices(), source=self.source, join="local")

@@ -1,0 +1,328 @@
+"""Read a whole fleet from a Prometheus-compatible server with a few queries per refresh.
+
+Per refresh, whatever the fleet size, concurrently: the raw vLLM gauges/counters with each
+replica's scrape time and API-server CPU (one folded query), server-side rates (one folded
+query) and the GPU exporters' series (one query); in the background every `quantiles_every_s`,
+server-side histogram quantiles (one query per histogram family); `vllm:cache_config_info`
+every few minutes. Only the first is essential: if it fails the source is unusable and poll
+raises SourceError; if another fails, the replicas come back without those values and
+`warnings` says why.
+
+`backfill()` runs the same queries as range queries so the screen opens with the last minutes
+already drawn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import Callable, Mapping
+
+from ..history import SERIES
+from ..model import Scrape
+from .base import SourceError
+from .gpu import dcgm
+from .gpu.dcgm import GpuAllocation
+from .promclient import BearerToken, PromClient, Series
+from .prommap import (
+    Key,
+    Naming,
+    build_scrapes,
+    cache_configs,
+    group_derived,
+    group_derived_range,
+    group_scalars,
+    group_scalars_range,
+    pod_labels,
+)
+from .promql import QUANTILE_GROUPS, QUANTILES, RATES, FleetQueries, parse_match, quantiles_query, rates_query
+from .text import clean
+
+__all__ = ["PrometheusSource", "add_arguments", "from_args", "GpuAllocation", "SourceError"]
+
+CACHE_CONFIG_EVERY_S = 300.0  # engine config labels change only on restart
+GONE_AFTER_S = 600.0  # stop reporting a vanished replica after this long
+
+
+class PrometheusSource:
+    """Source over the Prometheus HTTP API. See the module doc for the queries it runs."""
+
+    def __init__(
+        self,
+        url: str,
+        match: str | None = None,
+        *,
+        token_env: str | None = None,
+        token_file: str | None = None,
+        ca_file: str | None = None,
+        insecure: bool = False,
+        timeout: float = 10.0,
+        clock: Callable[[], float] = time.time,
+        rate_window_s: float = 60.0,
+        gpu: bool = True,
+        gpu_match: str | None = None,
+        gpu_allocations: Callable[[], Mapping[str, GpuAllocation]] | None = None,
+        quantiles_every_s: float = 15.0,
+    ) -> None:
+        self.match = parse_match(match)
+        self.gpu_match = parse_match(gpu_match)
+        token = BearerToken(token_env, token_file) if (token_env or token_file) else None
+        self.client = PromClient(url, token=token, ca_file=ca_file, insecure=insecure, timeout=timeout)
+        self.clock = clock
+        self.rate_window_s = rate_window_s
+        self.queries = FleetQueries.build(self.match, rate_window_s)
+        self.gpu_query = dcgm.gpu_query(self.gpu_match) if gpu else None
+        self.gpu_allocations = gpu_allocations
+        self.description = f"prometheus {self.client.display}" + (f" {{{clean(self.match)}}}" if self.match else "")
+        self.warnings: tuple[str, ...] = ()  # partial failures of the last poll, for the header
+        self._naming = Naming()
+        self._configs: dict[Key, dict[str, str]] = {}
+        self._configs_at = -1e18
+        self._last_seen: dict[str, float] = {}  # replica -> last poll time it had series
+        self._emitted: dict[str, float] = {}  # replica -> Prometheus scrape time last returned
+        self.quantiles_every_s = quantiles_every_s
+        self._quantile_task: asyncio.Task | None = None
+        self._quantiles: dict[Key, dict[str, float]] = {}
+        self._quantiles_at = -1e18
+        self._quantile_warnings: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"PrometheusSource({self.description!r})"
+
+    async def start(self) -> None:
+        """Fail fast on a wrong URL, credentials or TLS setup (raises SourceError)."""
+        await self.client.query("vector(1)")
+
+    async def close(self) -> None:
+        task, self._quantile_task = self._quantile_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass  # closing: its result no longer matters
+        await self.client.close()
+
+    # -- live ---------------------------------------------------------------------------------
+
+    async def poll(self) -> list[Scrape]:
+        t0 = time.perf_counter()
+        at = self.clock()
+        q = self.queries
+        want_configs = at - self._configs_at >= CACHE_CONFIG_EVERY_S
+        self._start_quantiles(at)
+        jobs = [
+            self.client.query(q.scalars, at),
+            self.client.query(q.rates, at),
+            self.client.query(self.gpu_query, at) if self.gpu_query else _nothing(),
+            self.client.query(q.cache_config, at) if want_configs else _nothing(),
+        ]
+        scalars, rates, gpu, configs = await asyncio.gather(*jobs, return_exceptions=True)
+        if isinstance(scalars, BaseException):
+            if isinstance(scalars, SourceError):
+                raise scalars
+            raise SourceError(f"Prometheus query failed: {clean(str(scalars)) or type(scalars).__name__}")
+        warnings = list(self._quantile_warnings)
+        derived_series: list[Series] = []
+        if isinstance(rates, BaseException):
+            warnings.append(f"rates unavailable: {clean(str(rates))}")
+        else:
+            derived_series.extend(rates)
+        if isinstance(configs, BaseException):
+            warnings.append(f"engine config unavailable: {clean(str(configs))}")
+        elif want_configs:
+            self._configs = cache_configs(configs)
+            self._configs_at = at
+
+        replicas = group_scalars(scalars)
+        derived, down = group_derived(derived_series)
+        for key, vals in self._quantiles.items():
+            derived.setdefault(key, {}).update(vals)
+        self._naming.observe(replicas)
+        gpus = {}
+        if isinstance(gpu, BaseException):
+            warnings.append(f"GPU series unavailable: {clean(str(gpu))}")
+        elif gpu:
+            gpus = dcgm.join_series(gpu, pod_labels(replicas, self._naming), self._allocations(warnings))
+        if not replicas:
+            sel = f"{{{self.match}}}" if self.match else "(no --match)"
+            warnings.append(f"no vLLM series match {clean(sel)} at {self.client.display}")
+        latency = time.perf_counter() - t0
+        fresh = build_scrapes(at, replicas, derived, self._naming, gpus, self._configs, latency)
+        out = self._new_only(fresh)
+        out.extend(self._gone(at, {s.replica for s in fresh}, down))
+        self.warnings = tuple(warnings)
+        return out
+
+    def _start_quantiles(self, at: float) -> None:
+        """Refresh the latency quantiles in the background, at most every `quantiles_every_s`.
+
+        histogram_quantile over every bucket of every replica is by far the dearest query
+        (~2 s of Prometheus CPU for 1024 replicas); its 60 s window makes a value a few seconds
+        old as good as a fresh one, so it never holds up a refresh. One query per histogram
+        family lets the server evaluate them in parallel.
+        """
+        task = self._quantile_task
+        if task is not None and not task.done():
+            return
+        if at - self._quantiles_at < self.quantiles_every_s:
+            return
+        self._quantiles_at = at
+        try:
+            self._quantile_task = asyncio.get_running_loop().create_task(self._fetch_quantiles(at))
+        except RuntimeError:  # no running loop: nothing to schedule on
+            self._quantile_task = None
+
+    async def _fetch_quantiles(self, at: float) -> None:
+        texts = [quantiles_query(self.match, self.rate_window_s, fields) for fields in QUANTILE_GROUPS]
+        results = await asyncio.gather(*(self.client.query(t, at) for t in texts), return_exceptions=True)
+        series: list[Series] = []
+        errors = []
+        for res in results:
+            if isinstance(res, BaseException):
+                errors.append(clean(str(res)) or type(res).__name__)
+            else:
+                series.extend(res)
+        quantiles, _ = group_derived(series)
+        self._quantiles = quantiles
+        self._quantile_warnings = (f"latency quantiles unavailable: {errors[0]}",) if errors else ()
+
+    def _new_only(self, scrapes: list[Scrape]) -> list[Scrape]:
+        """Drop replicas Prometheus has not scraped again since the last poll.
+
+        kvwatch usually polls faster than Prometheus scrapes; repeating an unchanged sample
+        would read as "no progress" (a false stall) and fill the sparklines with copies.
+        """
+        out = []
+        for s in scrapes:
+            if self._emitted.get(s.replica) == s.ts:
+                continue
+            self._emitted[s.replica] = s.ts
+            out.append(s)
+        return out
+
+    def _allocations(self, warnings: list[str]) -> Mapping[str, GpuAllocation]:
+        if self.gpu_allocations is None:
+            return {}
+        try:
+            return self.gpu_allocations() or {}
+        except Exception as e:  # the caller's mapping must not stop the metrics
+            warnings.append(f"GPU allocation lookup failed: {clean(str(e))}")
+            return {}
+
+    def _gone(self, at: float, present: set[str], down: set[Key]) -> list[Scrape]:
+        """Error scrapes for replicas seen before that have no series now."""
+        down_names = {self._naming.name(k) for k in down}
+        for name in present:
+            self._last_seen[name] = at
+        out = []
+        for name, seen_at in list(self._last_seen.items()):
+            if name in present:
+                continue
+            self._emitted.pop(name, None)
+            if at - seen_at > GONE_AFTER_S:
+                del self._last_seen[name]
+                continue
+            why = (
+                "Prometheus cannot scrape it (up == 0)"
+                if name in down_names
+                else "no series in Prometheus any more (pod gone or target not scraped)"
+            )
+            out.append(Scrape(ts=at, replica=name, error=why))
+        return out
+
+    # -- history ------------------------------------------------------------------------------
+
+    async def backfill(self, window_s: float = 600.0, step_s: float | None = None) -> list[Scrape]:
+        """The last `window_s` seconds as scrapes every `step_s`, oldest first.
+
+        Only what the sparklines draw is fetched for the past (gauges, rates, p95 TTFT, GPU
+        memory/compute), keeping the answer small for large fleets. A failure of anything but
+        the gauges leaves those values out.
+        """
+        from ..monitor import SPARK_POINTS  # here: monitor imports sources
+
+        end = self.clock()
+        step = step_s or max(1.0, window_s / SPARK_POINTS)
+        start = end - window_s
+        spark = tuple(SERIES)
+        rates = rates_query(self.match, self.rate_window_s, tuple(f for f in RATES if f in spark))
+        quants = quantiles_query(self.match, self.rate_window_s, tuple(f for f in QUANTILES if f in spark))
+        jobs = [
+            self.client.query_range(self.queries.scalars, start, end, step),
+            self.client.query_range(rates, start, end, step) if rates else _nothing(),
+            self.client.query_range(quants, start, end, step) if quants else _nothing(),
+            self.client.query_range(dcgm.gpu_query(self.gpu_match, dcgm.SPARK_FIELDS), start, end, step)
+            if self.gpu_query
+            else _nothing(),
+        ]
+        scalars, r, qn, gpu = await asyncio.gather(*jobs, return_exceptions=True)
+        if isinstance(scalars, BaseException):
+            if isinstance(scalars, SourceError):
+                raise scalars
+            raise SourceError(f"Prometheus range query failed: {clean(str(scalars))}")
+        derived_at = group_derived_range([x for res in (r, qn) if not isinstance(res, BaseException) for x in res])
+        grouped = group_scalars_range(scalars)
+        all_keys: set[Key] = {k for reps in grouped.values() for k in reps}
+        self._naming.observe(all_keys)
+        gpus_at: dict[float, dict] = {}
+        if gpu and not isinstance(gpu, BaseException):
+            gpus_at = dcgm.join_range(gpu, pod_labels(all_keys, self._naming), self._allocations([]))
+        out: list[Scrape] = []
+        for ts in sorted(grouped):
+            # A step finer than the scrape interval repeats samples: keep each scrape once.
+            out.extend(self._new_only(build_scrapes(ts, grouped[ts], derived_at.get(ts, {}), self._naming,
+                                                    gpus_at.get(ts), self._configs)))
+        out.sort(key=lambda s: s.ts)
+        for s in out:
+            self._last_seen[s.replica] = end
+        return out
+
+
+async def _nothing() -> list[Series]:
+    return []
+
+
+# -- CLI wiring -------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of the Prometheus mode (the token is never a flag value: env var or file)."""
+    g = parser.add_argument_group("Prometheus")
+    g.add_argument("--prometheus", metavar="URL", help="read the fleet from this Prometheus-compatible API")
+    g.add_argument("--match", metavar="SELECTOR", default=None,
+                   help="label matchers selecting the vLLM series, e.g. '{namespace=\"inference\"}'")
+    g.add_argument("--prom-token-env", metavar="VAR", default=None, help="bearer token from this environment variable")
+    g.add_argument("--prom-token-file", metavar="PATH", default=None, help="bearer token from this file (re-read when it changes)")
+    g.add_argument("--prom-ca", metavar="FILE", default=None, help="CA bundle (PEM) to verify the server's certificate")
+    g.add_argument("--prom-insecure", action="store_true", help="skip TLS certificate verification")
+    g.add_argument("--prom-timeout", metavar="SECONDS", type=float, default=10.0, help="per-query timeout (default 10)")
+    g.add_argument("--prom-rate-window", metavar="SECONDS", type=float, default=60.0,
+                   help="window of server-side rate() and quantiles; at least 2 scrape intervals (default 60)")
+    g.add_argument("--gpu-match", metavar="SELECTOR", default=None,
+                   help="label matchers for DCGM/AMD exporter series (default: all)")
+    g.add_argument("--no-gpu", action="store_true", help="do not query GPU exporter series")
+
+
+def from_args(
+    args: argparse.Namespace,
+    *,
+    clock: Callable[[], float] = time.time,
+    gpu_allocations: Callable[[], Mapping[str, GpuAllocation]] | None = None,
+) -> PrometheusSource:
+    """Build the source from parsed CLI flags (see add_arguments); raises SourceError."""
+    return PrometheusSource(
+        args.prometheus,
+        getattr(args, "match", None),
+        token_env=getattr(args, "prom_token_env", None),
+        token_file=getattr(args, "prom_token_file", None),
+        ca_file=getattr(args, "prom_ca", None),
+        insecure=bool(getattr(args, "prom_insecure", False)),
+        timeout=float(getattr(args, "prom_timeout", 10.0) or 10.0),
+        rate_window_s=float(getattr(args, "prom_rate_window", 60.0) or 60.0),
+        gpu=not getattr(args, "no_gpu", False),
+        gpu_match=getattr(args, "gpu_match", None),
+        clock=clock,
+        gpu_allocations=gpu_allocations,
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import statistics
 import sys
 import tempfile
@@ -90,7 +91,22 @@ def write_history(path: Path, replicas: int, times: list[int]) -> int:
     return n
 
 
-async def measure(url: str, pid: int, times: list[int], replicas: int) -> None:
+class GcClock:
+    """Seconds spent in the cyclic garbage collector (the history makes the heap large)."""
+
+    def __init__(self) -> None:
+        self.total, self._t0 = 0.0, 0.0
+        gc.callbacks.append(self._cb)
+
+    def _cb(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._t0
+
+
+async def measure(url: str, pid: int, times: list[int], replicas: int, freeze: bool = False) -> None:
+    gcc = GcClock()
     clock = [float(times[4]) + 1]
     src = PrometheusSource(url, '{namespace="inference"}', rate_window_s=60, clock=lambda: clock[0],
                            quantiles_every_s=1e9)  # measured on their own below
@@ -100,18 +116,22 @@ async def measure(url: str, pid: int, times: list[int], replicas: int) -> None:
     assert len(first.replicas) == replicas, (len(first.replicas), src.warnings)
     await src._quantile_task
     walls, cpus, poll_walls, prom_cpus = [], [], [], []
+    gc0 = gcc.total
     for t in times[5:]:
         clock[0] = float(t) + 1
         p0, w0, c0 = proc_cpu_s(pid), time.perf_counter(), time.process_time()
         scrapes = await src.poll()
         w1 = time.perf_counter()
         m.ingest(scrapes)
+        if freeze:
+            gc.freeze()  # what survived a refresh is long-lived: stop rescanning it
         w2, c1, p1 = time.perf_counter(), time.process_time(), proc_cpu_s(pid)
         assert len(scrapes) == replicas, (len(scrapes), src.warnings)
         walls.append(w2 - w0)
         poll_walls.append(w1 - w0)
         cpus.append(c1 - c0)
         prom_cpus.append(p1 - p0)
+    gc_per_refresh = (gcc.total - gc0) / len(walls)
     # the background quantile refresh (every 15 s by default), alone and overlapping a refresh
     p0, w0, c0 = proc_cpu_s(pid), time.perf_counter(), time.process_time()
     await src._fetch_quantiles(clock[0])
@@ -133,7 +153,8 @@ async def measure(url: str, pid: int, times: list[int], replicas: int) -> None:
     print(f"refresh through Prometheus, {replicas} replicas ({len(walls)} refreshes, median):")
     print(f"  wall {med(walls):.3f} s (queries+mapping {med(poll_walls):.3f} s, history+diagnosis "
           f"{med(walls) - med(poll_walls):.3f} s); max {max(walls):.3f} s")
-    print(f"  kvwatch CPU {med(cpus):.3f} s per refresh; Prometheus CPU {med(prom_cpus):.3f} s per refresh")
+    print(f"  kvwatch CPU {med(cpus):.3f} s per refresh (of which garbage collection {gc_per_refresh:.3f} s on "
+          f"average); Prometheus CPU {med(prom_cpus):.3f} s per refresh")
     print(f"latency quantiles (background, every 15 s): {qwall:.3f} s wall, kvwatch CPU {qcpu:.3f} s, "
           f"Prometheus CPU {qprom:.3f} s; a refresh overlapping one: {overlap:.3f} s wall")
     mi0 = time.perf_counter()
@@ -148,6 +169,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replicas", type=int, default=1024)
     ap.add_argument("--points", type=int, default=41, help="15 s samples per series (>= 7; 41 = 10 minutes)")
+    ap.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after each refresh (an app-level option)")
     args = ap.parse_args()
     if not have_prometheus():
         print(MISSING)
@@ -167,7 +189,7 @@ def main() -> int:
               f"{t1 - t0:.1f} s, promtool blocks in {t2 - t1:.1f} s")
         with Prometheus(tmpd, [], data_dir=tmpd / "data") as prom:
             assert prom.proc is not None
-            asyncio.run(measure(prom.url, prom.proc.pid, times, args.replicas))
+            asyncio.run(measure(prom.url, prom.proc.pid, times, args.replicas, args.gc_freeze))
     return 0
 
 

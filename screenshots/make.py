@@ -1,73 +1,170 @@
 """Regenerate the SVG screenshots in this folder from seeded demo scenarios.
 
     .venv/bin/python screenshots/make.py            # all
-    .venv/bin/python screenshots/make.py steady     # only names containing "steady"
+    .venv/bin/python screenshots/make.py steady     # only sessions with a shot whose name contains "steady"
 
-Each shot runs the real pipeline: simulated replicas serve /metrics over HTTP on 127.0.0.1,
-kvwatch scrapes, diagnoses and draws; the shot is taken once the scenario has developed.
+Each session runs the real pipeline: simulated replicas (fixed seed and start time) serve /metrics
+over HTTP on 127.0.0.1, kvwatch scrapes, diagnoses and draws; once the scenario has developed,
+one shot per screen/theme is taken from the same session. The long-prompts session is also
+recorded, and the replay shots come from playing that recording back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+os.environ["TZ"] = "UTC"  # the header clock must not depend on where the script runs
+time.tzset()
+os.environ.pop("NO_COLOR", None)
 
+from textual.widgets import Input  # noqa: E402
+
+from themes import DEFAULT_THEME, THEMES  # noqa: E402
 from tui.app import KvwatchApp  # noqa: E402
 from tui.core.monitor import Monitor  # noqa: E402
+from tui.core.record import Recorder  # noqa: E402
 from tui.core.sim.fleet import SimFleet  # noqa: E402
 from tui.core.sources.direct import DirectSource, Target  # noqa: E402
+from tui.core.sources.replay import ReplaySource  # noqa: E402
+
+START = 1_735_732_800.0  # 2025-01-01 12:00:00 UTC, so every run shows the same clock
+SEED = 7
 
 
-async def shoot(name: str, scenario: str, *, size=(160, 40), replicas=6, speed=20.0, sim_seconds=240.0,
-                keys: tuple[str, ...] = (), theme: str | None = None, until=None) -> Path:
-    fleet = SimFleet(scenario=scenario, replicas=replicas, speed=speed, seed=7, v0_replicas=1)
-    fleet.start()
-    try:
-        targets = [Target(t.name, t.metrics_url, t.gpu_url, t.group) for t in fleet.targets()]
-        desc = f"demo: {len(targets)} simulated replicas · {scenario} · {speed:g}x"
-        src = DirectSource(targets, timeout=2.0, clock=fleet.clock, description=desc)
-        app = KvwatchApp(Monitor(src), 0.5, autostart=False, theme=theme)
-        async with app.run_test(size=size) as pilot:
-            await src.start()
-            start = fleet.clock()
-            while fleet.clock() - start < sim_seconds:
-                await app.refresh_once()
-                await pilot.pause()
-                if until is not None and until(app.monitor.state):
-                    break
-                await asyncio.sleep(0.5)
-            for k in keys:
-                await pilot.press(k)
-                await pilot.pause()
-            await pilot.pause(0.3)
-            out = HERE / f"{name}.svg"
-            app.save_screenshot(filename=out.name, path=str(HERE))
-            return out
-    finally:
-        fleet.stop()
+@dataclass
+class Shot:
+    name: str
+    keys: tuple[str, ...] = ()  # pressed before the shot
+    theme: str = DEFAULT_THEME
+    size: tuple[int, int] | None = None  # None: the session's size
+    after: tuple[str, ...] = ()  # pressed after the shot (close a modal, go back)
+
+
+@dataclass
+class Session:
+    scenario: str
+    shots: list[Shot]
+    size: tuple[int, int] = (160, 40)
+    replicas: int = 6
+    speed: float = 20.0
+    sim_seconds: float = 240.0
+    until: object = None
+    record: bool = False
+    ascii: bool = False
+    replay_shots: list[Shot] = field(default_factory=list)
 
 
 def _pressured(state) -> bool:
     return sum(r.verdict == "kv-pressure" for r in state.replicas) >= 2
 
 
-SHOTS = {
-    "fleet-steady": dict(scenario="steady", sim_seconds=120.0),
-    "fleet-long-prompts": dict(scenario="long-prompts", sim_seconds=600.0, until=_pressured),
-    "fleet-long-prompts-80x24": dict(scenario="long-prompts", size=(80, 24), sim_seconds=600.0, until=_pressured),
-    "detail-long-prompts": dict(scenario="long-prompts", sim_seconds=600.0, until=_pressured, keys=("enter",)),
-}
+async def _shoot(app: KvwatchApp, pilot, shot: Shot, size: tuple[int, int]) -> Path:
+    want = shot.size or size
+    if app.size != want:
+        await pilot.resize_terminal(*want)
+        await pilot.pause(0.2)
+    if app.theme != shot.theme:
+        app.theme = shot.theme
+        app.draw(app.monitor.state)
+    for k in shot.keys:
+        await pilot.press(k)
+        await pilot.pause()
+    for box in app.screen.query(Input):
+        box.cursor_blink = False
+    app.clear_notifications()
+    await pilot.pause(0.3)
+    out = HERE / f"{shot.name}.svg"
+    app.save_screenshot(filename=out.name, path=str(HERE))
+    for k in shot.after:
+        await pilot.press(k)
+        await pilot.pause()
+    return out
+
+
+async def run_session(s: Session, want: list[str]) -> list[Path]:
+    done: list[Path] = []
+    fleet = SimFleet(scenario=s.scenario, replicas=s.replicas, speed=s.speed, seed=SEED, v0_replicas=1,
+                     start_time=START)
+    rec_path = Path(tempfile.mkdtemp()) / f"{s.scenario}.jsonl.gz"
+    recorder = Recorder(str(rec_path)) if s.record else None
+    fleet.start()
+    try:
+        targets = [Target(t.name, t.metrics_url, t.gpu_url, t.group) for t in fleet.targets()]
+        desc = f"demo: {len(targets)} simulated replicas · {s.scenario} · {s.speed:g}x"
+        src = DirectSource(targets, timeout=2.0, clock=fleet.clock, description=desc)
+        mon = Monitor(src, on_scrapes=recorder.write if recorder else None)
+        app = KvwatchApp(mon, 0.5, autostart=False, ascii=s.ascii, no_color=False)
+        app.bell = lambda: None
+        async with app.run_test(size=s.size) as pilot:
+            await src.start()
+            start = fleet.clock()
+            while fleet.clock() - start < s.sim_seconds:
+                await app.refresh_once()
+                await pilot.pause()
+                if s.until is not None and s.until(app.monitor.state):
+                    break
+                await asyncio.sleep(0.5)
+            for shot in s.shots:
+                if any(w in shot.name for w in want):
+                    done.append(await _shoot(app, pilot, shot, s.size))
+            await src.close()
+    finally:
+        fleet.stop()
+        if recorder is not None:
+            recorder.close()
+    if s.replay_shots and any(w in shot.name for shot in s.replay_shots for w in want):
+        rsrc = ReplaySource.open(rec_path)
+        app = KvwatchApp(Monitor(rsrc), rsrc.interval, autostart=False, mode="replay", no_color=False)
+        async with app.run_test(size=s.size) as pilot:
+            app.replay_goto(len(rsrc.rounds) * 3 // 4)
+            await pilot.pause()
+            for shot in s.replay_shots:
+                if any(w in shot.name for w in want):
+                    done.append(await _shoot(app, pilot, shot, s.size))
+    return done
+
+
+SESSIONS = [
+    Session("steady", sim_seconds=120.0, shots=[Shot("fleet-steady")]),
+    Session(
+        "long-prompts", sim_seconds=600.0, until=_pressured, record=True,
+        shots=[
+            Shot("fleet-long-prompts"),
+            *[Shot(f"theme-{name.removeprefix('kvwatch-')}", theme=name) for name in THEMES],
+            Shot("fleet-long-prompts-80x24", size=(80, 24)),
+            Shot("fleet-long-prompts-200x50", size=(200, 50)),
+            Shot("help-80x24", size=(80, 24), keys=("question_mark",), after=("escape",)),
+            Shot("help", keys=("question_mark",), after=("escape",)),
+            Shot("filter", keys=("slash", "v", "0", "enter"), after=("escape",)),
+            Shot("detail-long-prompts", keys=("enter",), after=("escape",)),
+            Shot("detail-long-prompts-80x24", size=(80, 24), keys=("enter",), after=("escape",)),
+        ],
+        replay_shots=[
+            Shot("replay"),
+            Shot("replay-80x24", size=(80, 24)),
+            Shot("replay-seek", keys=("t", *"-30s"), after=("escape",)),
+        ],
+    ),
+    Session("long-prompts", sim_seconds=600.0, until=_pressured, ascii=True, size=(80, 24),
+            shots=[Shot("ascii-80x24")]),
+]
 
 
 def main(argv: list[str]) -> None:
     want = argv[1:] or [""]
-    for name, kw in SHOTS.items():
-        if any(w in name for w in want):
-            print(asyncio.run(shoot(name, **kw)))
+    for s in SESSIONS:
+        names = [sh.name for sh in s.shots + s.replay_shots]
+        if any(w in n for n in names for w in want):
+            for path in asyncio.run(run_session(s, want)):
+                print(path.relative_to(HERE.parent))
 
 
 if __name__ == "__main__":

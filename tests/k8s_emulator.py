@@ -30,7 +30,7 @@ import json
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import aiohttp.web
 import attrs
@@ -1003,5 +1003,3 @@ def client_for(server: kmock.Server, timeout_retries: int = 0) -> Any:
     cfg.retries = timeout_retries
     return client.ApiClient(cfg)
 
-
-Callback = Callable[[], Any]

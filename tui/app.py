@@ -33,6 +33,13 @@ class FleetUpdated(Message):
 
 class KvwatchApp(App):
     CSS_PATH = "kvwatch.tcss"
+    # ASCII mode (TERM=linux consoles): Textual's own edge glyphs in characters those fonts have.
+    CSS = """
+    App.-ascii FooterKey.-command-palette { border-left: none; }
+    App.-ascii Toast, App.-ascii Toast.-information, App.-ascii Toast.-warning,
+    App.-ascii Toast.-error { border-left: ascii $primary; }
+    App.-ascii HeaderLine, App.-ascii PressureBanner, App.-ascii SelectedStrip { text-overflow: clip; }
+    """
     TITLE = "kvwatch"
     ENABLE_COMMAND_PALETTE = True
 
@@ -87,6 +94,7 @@ class KvwatchApp(App):
         self._theme_name = theme or self.config.theme or DEFAULT_THEME
         self.last_error: str | None = None
         self.refreshes = 0
+        self.backfill_s: float | None = None  # sources with history (Prometheus) pre-draw this much
         self.bell_on = self.config.bell
         self.alerts: list[tuple[float, tuple[str, ...]]] = []  # (ts, replicas entering kv-pressure)
         self._hot: set[str] | None = None  # replicas in kv-pressure at the last refresh
@@ -113,11 +121,13 @@ class KvwatchApp(App):
 
     # -- lifecycle --------------------------------------------------------------
     def on_mount(self) -> None:
+        self.set_class(self.ascii, "-ascii")
         for t in THEMES.values():
             self.register_theme(t)
         if self._theme_name not in self.available_themes:
             why = f"unknown theme {self._theme_name!r} (known: {', '.join(THEMES)}); using {DEFAULT_THEME}"
-            self.notices.append(f"--theme: {why}" if self._cli_theme else str(self.config.problem(("theme",), why)))
+            where = getattr(self, "_theme_key", ("theme",))
+            self.notices.append(f"--theme: {why}" if self._cli_theme else str(self.config.problem(where, why)))
             self._theme_name = DEFAULT_THEME
         self.theme = self._theme_name
         self._apply_keymap()
@@ -153,10 +163,12 @@ class KvwatchApp(App):
         prof = self.config.profile_for(context)
         self.readonly = self._cli_readonly or bool(prof and prof.readonly)
         self.production = bool(prof and prof.production)
-        if prof and prof.theme and not self._cli_theme and not self.no_color_output:
-            self._theme_name = prof.theme
-            if not startup and prof.theme in self.available_themes:
-                self.theme = prof.theme
+        if not self._cli_theme and not self.no_color_output:  # --theme and NO_COLOR win
+            self._theme_name = (prof.theme if prof else None) or self.config.theme or DEFAULT_THEME
+            self._theme_key = ("contexts", prof.pattern, "theme") if prof and prof.theme else ("theme",)
+            if not startup and self._theme_name in self.available_themes and self._theme_name != self.theme:
+                self.theme = self._theme_name
+                self._redraw()
         if not startup:
             self.refresh_bindings()
             for screen in self.screen_stack:
@@ -193,9 +205,10 @@ class KvwatchApp(App):
 
     @work(exclusive=True, group="poll", exit_on_error=False)
     async def poll_loop(self) -> None:
-        src = self.monitor.source
         try:
-            await src.start()
+            if self.backfill_s:
+                self.notify(f"back-filling the last {self.backfill_s:.0f}s of history…", timeout=4)
+            await self.monitor.start(self.backfill_s)
         except Exception as e:
             self.post_message(FleetUpdated(None, f"source failed to start: {e}"))
             return
@@ -279,7 +292,13 @@ class KvwatchApp(App):
         names = list(THEMES)
         nxt = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
         self.theme = nxt
+        self._redraw()
         self.notify(f"theme {nxt}", timeout=2, markup=False)
+
+    def _redraw(self) -> None:
+        """Repaint now with the state on screen (a theme change must not wait for a refresh)."""
+        if self.monitor.state.replicas and not self.paused:
+            self.draw(self.monitor.state)
 
     def action_toggle_bell(self) -> None:
         self.bell_on = not self.bell_on
@@ -288,6 +307,8 @@ class KvwatchApp(App):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action.startswith("replay_") and self.mode != "replay":
             return False  # hidden outside replay
+        if action == "refresh_now" and self.mode == "replay":
+            return False  # the recording's clock drives a replay
         return True
 
     # -- replay -----------------------------------------------------------------

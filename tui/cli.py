@@ -29,6 +29,7 @@ EPILOG = """\
 examples:
   kvwatch demo --scenario long-prompts             simulated fleet, a game-day exercise
   kvwatch --url http://10.0.0.5:8000               watch vLLM servers given directly
+  kvwatch -n inference -l app=vllm                 the vLLM pods of a namespace (kubeconfig)
   kvwatch demo --json --duration 30                headless: one JSON object per refresh
   kvwatch diagnose --input incident.jsonl.gz       verdict timeline of a recorded incident
 """
@@ -74,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--gpu-url", action="append", default=[], metavar="URL",
                      help="a DCGM exporter page for the --url of the same position (optional)")
     src.add_argument("--timeout", type=float, default=2.0, help="per-scrape timeout in seconds")
+    from .kube_launch import add_kube_options
+
+    add_kube_options(parser)
+    from .core.sources import prometheus
+
+    prometheus.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod_name in COMMANDS:
         try:
@@ -93,13 +100,23 @@ def build_parser() -> argparse.ArgumentParser:
 def run_live(args: argparse.Namespace) -> int:
     from .launch import direct_source, run
 
-    if not args.url:
-        print(
-            "kvwatch: nothing to watch. Give --url http://HOST:PORT (repeatable), "
-            "or try the simulated fleet: kvwatch demo",
-            file=sys.stderr,
-        )
-        return 2
+    if getattr(args, "prometheus", None):
+        from .core.sources.base import SourceError
+        from .core.sources.prometheus import from_args
+
+        if args.url:
+            print("kvwatch: give either --url or --prometheus, not both", file=sys.stderr)
+            return 2
+        try:
+            source = from_args(args)
+        except (SourceError, ValueError, OSError) as e:
+            print(f"kvwatch: {e}", file=sys.stderr)
+            return 2
+        return run(args, source)
+    if not args.url:  # Kubernetes: kubeconfig or the in-cluster service account
+        from .kube_launch import run_kube
+
+        return run_kube(args)
     try:
         source = direct_source(args)
     except ValueError as e:

@@ -34,18 +34,16 @@ def make_recorder(args: argparse.Namespace):
     return Recorder(args.record)
 
 
-def apply_config(args: argparse.Namespace, quiet: bool = False) -> Config:
+def apply_config(args: argparse.Namespace) -> Config:
     """Load the config file once per run and fill in every option the user did not give.
 
-    Flags win over the file. Problems are printed here (the app repeats them as notifications)."""
+    Flags win over the file. Problems are kept on the Config (`report_config` prints them; the
+    app repeats them as notifications)."""
     cfg = getattr(args, "_config", None)
     if cfg is not None:
         return cfg
     cfg = load_config()
     args._config = cfg
-    if not quiet:
-        for p in cfg.problems:
-            print(f"kvwatch: config: {p}", file=sys.stderr)
     if hasattr(args, "interval") and is_default(args.interval):
         args.interval = cfg.refresh_interval
     if hasattr(args, "screenshot_dir") and is_default(args.screenshot_dir):
@@ -57,6 +55,11 @@ def apply_config(args: argparse.Namespace, quiet: bool = False) -> Config:
     if prof is not None and prof.readonly and hasattr(args, "readonly"):
         args.readonly = True  # a read-only context stays read-only whatever the flags say
     return cfg
+
+
+def report_config(cfg: Config) -> None:
+    for p in cfg.problems:
+        print(f"kvwatch: config: {p}", file=sys.stderr)
 
 
 def make_monitor(source: Source, cfg: Config, interval: float, on_scrapes=None) -> Monitor:
@@ -75,6 +78,7 @@ def make_app(args: argparse.Namespace, monitor: Monitor, cfg: Config, **kw):
 
 def run(args: argparse.Namespace, source: Source, on_shutdown: Callable[[], None] | None = None) -> int:
     cfg = apply_config(args)
+    report_config(cfg)
     try:
         recorder = make_recorder(args)
     except (OSError, ValueError) as e:
@@ -83,13 +87,16 @@ def run(args: argparse.Namespace, source: Source, on_shutdown: Callable[[], None
             on_shutdown()
         return 2
     monitor = make_monitor(source, cfg, args.interval, on_scrapes=recorder.write if recorder else None)
+    # Sources that hold history (Prometheus) open with the detail plots' window already drawn.
+    backfill = min(600.0, 300 * args.interval) if hasattr(source, "backfill") else None
     try:
         if args.json:
             from .core.headless import run_json
 
-            return asyncio.run(run_json(monitor, args.interval, args.duration))
+            return asyncio.run(run_json(monitor, args.interval, args.duration, backfill_s=backfill))
         context = getattr(args, "context", None) or getattr(source, "context", None)
         app = make_app(args, monitor, cfg, context=context)
+        app.backfill_s = backfill
         app.run()
         return app.return_code or 0
     finally:

@@ -9,14 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from tui.core.model import STALE, ReplicaView
 from tui.core.textsafe import clean
 
-from .format import pct, rate, secs, num
+from .format import ASCII_MAP, num, pct, rate, secs
 from .sparkline import auto_top, spark
 from .verdict import colour_var, label
 
@@ -85,7 +88,10 @@ class FleetTable(DataTable):
     """
 
     def __init__(self, palette: Callable[[], Mapping[str, str]], thresholds=None, **kw) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kw)
+        # The cursor's background must win over a pressured row's own: otherwise the selected
+        # row shows cursor-coloured text on the row colour, unreadable.
+        super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0,
+                         cursor_background_priority="css", **kw)
         self._palette = palette
         self._thresholds = thresholds
         self._cols: list[Column] = []
@@ -93,6 +99,7 @@ class FleetTable(DataTable):
         self._cells: dict[str, tuple[Text, ...]] = {}
         self.views: dict[str, ReplicaView] = {}
         self.ascii = False
+        self._row_styles: dict[Style, Style] = {}
 
     # -- layout -----------------------------------------------------------------
     def _ensure_columns(self) -> bool:
@@ -150,6 +157,35 @@ class FleetTable(DataTable):
         if keep in order:
             self.move_cursor(row=order.index(keep), animate=False)
 
+    def render_line(self, y: int) -> Strip:
+        # One SGR run per style instead of one per cell: DataTable tags every cell with its own
+        # {row, column} meta, which keeps equal-looking neighbours apart and costs a colour
+        # sequence and a reset per cell on every changed row. Rows only need their row index
+        # (row cursor), so data cells share column 0 and same-style neighbours merge.
+        # Blank cells take their neighbour's foreground (invisible on spaces) to join its run.
+        strip = super().render_line(y)
+        segs: list[Segment] = []
+        for text, style, control in strip:
+            if style is not None and style._meta:
+                style = self._row_styles.get(style) or self._row_style(style)
+            if segs and style is not None and not text.strip() and not style.underline and not style.reverse:
+                prev = segs[-1].style
+                if prev is not None and prev.bgcolor == style.bgcolor and prev.meta == style.meta:
+                    style = prev
+            segs.append(Segment(text, style, control))
+        return Strip(Segment.simplify(segs), strip.cell_length)
+
+    def _row_style(self, style: Style) -> Style:
+        meta = style.meta
+        if meta.get("row", -1) >= 0 and meta.get("column", 0) > 0:
+            new = style.clear_meta_and_links() + Style.from_meta({**meta, "column": 0})
+        else:
+            new = style
+        if len(self._row_styles) > 4096:
+            self._row_styles.clear()
+        self._row_styles[style] = new
+        return new
+
     def _set_cell(self, row: str, col: str, value: Text) -> None:
         """update_cell without its refresh(): that repaints the whole widget, every blank line
         below the rows included, which is most of the bytes a steady screen sends. The caller
@@ -178,6 +214,8 @@ class FleetTable(DataTable):
                 st = f"{st} dim".strip()
             if len(text) > w:
                 text = text[: w - 1] + "…"
+            if self.ascii:
+                text = text.translate(ASCII_MAP)
             if right:
                 body = " " + text.rjust(w)
             else:  # the first column pads after itself, later ones before

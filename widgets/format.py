@@ -45,3 +45,20 @@ def ago(seconds: float) -> str:
     if s < 3600:
         return f"{s // 60}m{s % 60:02d}s"
     return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+# ASCII stand-ins for the few non-ASCII glyphs kvwatch prints itself (TERM=linux consoles).
+ASCII_MAP = str.maketrans({"–": "-", "·": "-", "…": "~", "█": "#", "░": ".", "│": "|", "→": ">", "✔": "+",
+                           "≥": ">", "≤": "<"})
+
+
+def asciify(t):
+    """The same rich Text with every glyph above replaced one-for-one (styles and spans kept)."""
+    from rich.text import Text
+
+    plain = t.plain
+    out = plain.translate(ASCII_MAP)
+    if out == plain:
+        return t
+    return Text(out, style=t.style, spans=list(t.spans), justify=t.justify, overflow=t.overflow,
+                no_wrap=t.no_wrap, end=t.end)

@@ -6,12 +6,14 @@ import time
 from typing import Callable, Mapping
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
 from textual.widgets import Static
 
 from tui.core.model import VERDICTS, FleetState
 from tui.core.textsafe import clean
 
-from .format import num, rate
+from .format import asciify, num, rate
 from .verdict import colour_var, label
 
 
@@ -25,30 +27,60 @@ MODES = {"live": "● live", "paused": "‖ paused", "replay": "▶ replay", "re
 MODES_ASCII = {"live": "* live", "paused": "|| paused", "replay": "> replay", "replay-paused": "|| replay paused"}
 
 
-class FleetHeader(Static):
+class HeaderLine(Static):
+    """One line that repaints only when its text changes (the clock line changes every refresh,
+    the totals line rarely: a whole-widget repaint would resend both)."""
+
     DEFAULT_CSS = """
-    FleetHeader { height: 2; background: $panel; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    HeaderLine { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, **kw) -> None:
+        super().__init__("", **kw)
+        self.text = Text()
+
+    def set(self, t: Text) -> None:
+        if t != self.text or not self.text:
+            self.text = t
+            self.update(t, layout=False)
+
+
+class FleetHeader(Vertical):
+    DEFAULT_CSS = """
+    FleetHeader { height: 2; background: $panel; padding: 0 1; }
     """
 
     def __init__(self, palette: Callable[[], Mapping[str, str]], **kw) -> None:
-        super().__init__("", **kw)
+        super().__init__(**kw)
         self._palette = palette
+        self.text = Text()  # both lines, as last shown
         self.title = "kvwatch"
         self.mode = "live"  # "live", "paused", "replay", "replay-paused"
         self.status = ""  # shown after the mode, e.g. replay speed and position
         self.flags: list[str] = []  # e.g. READONLY, PRODUCTION
         self.ascii = False
 
+    def compose(self) -> ComposeResult:
+        yield HeaderLine(id="header-1")
+        yield HeaderLine(id="header-2")
+
+    def on_mount(self) -> None:
+        if self.text:
+            self._paint()
+
+    def _paint(self) -> None:
+        lines = list(self.query(HeaderLine))
+        if len(lines) == 2:
+            first, second = self.text.split("\n", allow_blank=True)[:2]
+            lines[0].set(first)
+            lines[1].set(second)
+
     def show(self, state: FleetState) -> None:
         pal = self._palette()
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("kvwatch", style="bold")
         bar = " | " if self.ascii else " │ "
-        t.append(bar)
-        t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
-        # A recording may be days old: replay shows the date too.
-        clock = "%Y-%m-%d %H:%M:%S" if self.mode.startswith("replay") else "%H:%M:%S"
-        t.append(bar + time.strftime(clock, time.localtime(state.ts)))
+        # Mode, badges and clock first: at 80 columns the end of this line is cut.
         t.append(bar)
         t.append((MODES_ASCII if self.ascii else MODES).get(self.mode, self.mode), style="bold")
         if self.status:
@@ -60,6 +92,10 @@ class FleetHeader(Static):
                 style = (f"{pal.get('banner-text-style', 'bold')} {pal.get('banner-fg', 'white')} "
                          f"on {pal.get('production-bg', 'red')}")
             t.append(f" {f} ", style=style)
+        # A recording may be days old: replay shows the date too.
+        clock = "%Y-%m-%d %H:%M:%S" if self.mode.startswith("replay") else "%H:%M:%S"
+        t.append(bar + time.strftime(clock, time.localtime(state.ts)) + bar)
+        t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
         t.append(bar + "run ")
         t.append(num(_sum(state, "running")))
         t.append(" wait ")
@@ -75,7 +111,8 @@ class FleetHeader(Static):
             if counts.get(v):
                 t.append(" ")
                 t.append(f"{counts[v]} {label(v, ascii=self.ascii)}", style=pal.get(colour_var(v), ""))
-        self.update(t)
+        self.text = asciify(t) if self.ascii else t
+        self._paint()
 
 
 class PressureBanner(Static):
@@ -105,5 +142,7 @@ class PressureBanner(Static):
         t.append(f"{'!' if self.ascii else '▲'} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}: ")
         t.append(names)
         t.append("  · enter: evidence")
+        if self.ascii:
+            t = asciify(t)
         self.styles.background = pal.get("banner-bg", "red")
         self.update(t)

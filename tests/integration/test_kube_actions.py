@@ -259,3 +259,28 @@ async def test_roll_back_restores_the_previous_template(env: Env) -> None:
 async def test_roll_back_without_history_is_refused_clearly(env: Env) -> None:
     plan = await env.cluster().plan_rollback(NS, "llama")
     assert not plan.ok and "no revision before 1" in plan.errors[0]
+
+
+async def test_statefulset_edit_scale_and_status(env: Env) -> None:
+    sts = vllm_deployment("qwen", replicas=1)
+    sts["kind"] = "StatefulSet"
+    sts["spec"].pop("strategy")
+    sts["spec"].pop("progressDeadlineSeconds")
+    sts["spec"]["serviceName"] = "qwen"
+    sts["status"] = {"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1, "currentRevision": "qwen-1", "updateRevision": "qwen-1", "observedGeneration": 1}
+    env.emu.add(sts)
+    c = env.cluster()
+    plan = await c.plan_edit_args(NS, "qwen", {"max-num-seqs": 32}, kind="StatefulSet")
+    assert plan.target.kind == "StatefulSet" and plan.ok
+    assert (await c.apply(plan)).ok
+    assert env.writes()[-1].path == f"/apis/apps/v1/namespaces/{NS}/statefulsets/qwen"
+    got = env.emu.get("statefulsets", NS, "qwen")
+    assert got["spec"]["template"]["spec"]["containers"][0]["args"][1] == "32" and got["metadata"]["generation"] == 2
+    st = await c.rollout_status(NS, "qwen", kind="StatefulSet")
+    assert st.state == "progressing" and "spec update to be observed" in st.reason
+    assert (await c.scale(NS, "qwen", 2)).ok is False  # kind defaults to Deployment: none is called qwen
+    assert (await c.restart(NS, "qwen", kind="StatefulSet")).ok
+    plan = await c.plan_scale(NS, "qwen", 2, kind="StatefulSet")
+    assert (await c.apply(plan)).ok and env.emu.get("statefulsets", NS, "qwen")["spec"]["replicas"] == 2
+    rb = await c.plan_rollback(NS, "qwen", kind="StatefulSet")
+    assert not rb.ok and "Deployments" in rb.errors[0]

@@ -13,6 +13,20 @@ from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
 from tests.k8s_emulator import vllm_deployment
 from tui.core.cluster.base import ClusterError
 from tui.core.cluster.kube import KubeCluster
+from tui.core.cluster.source import ClusterSource
+
+_M = 'engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"'
+PAGE = (  # a vLLM V1 page, trimmed to the gauges kvwatch reads first
+    "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
+    "# TYPE vllm:num_requests_running gauge\n"
+    f"vllm:num_requests_running{{{_M}}} 12.0\n"
+    "# HELP vllm:num_requests_waiting Number of requests waiting to be processed.\n"
+    "# TYPE vllm:num_requests_waiting gauge\n"
+    f"vllm:num_requests_waiting{{{_M}}} 3.0\n"
+    "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.\n"
+    "# TYPE vllm:kv_cache_usage_perc gauge\n"
+    f"vllm:kv_cache_usage_perc{{{_M}}} 0.97\n"
+)
 
 
 def _web(ns: str = NS) -> dict:
@@ -163,10 +177,10 @@ async def test_metrics_through_the_pod_proxy(env: Env) -> None:
 
 
 async def test_metrics_direct_from_the_pod_ip(env: Env) -> None:
-    page = "vllm:num_requests_waiting 7\n"
+    page = PAGE
 
     async def metrics(_: aiohttp.web.Request) -> aiohttp.web.Response:
-        return aiohttp.web.Response(text=page)
+        return aiohttp.web.Response(text=page, content_type="text/plain")
 
     app = aiohttp.web.Application()
     app.router.add_get("/metrics", metrics)
@@ -176,14 +190,25 @@ async def test_metrics_direct_from_the_pod_ip(env: Env) -> None:
     await site.start()
     port = site._server.sockets[0].getsockname()[1]
     try:
-        name = env.pods()[0]["metadata"]["name"]
-        p = env.emu.get("pods", NS, name)
-        p["status"]["podIP"] = "127.0.0.1"
-        env.emu._update("pods", env.emu.get("pods", NS, name), p, status_only=True)
-        c = env.cluster(via="direct", port=port)
-        pod = next(x for x in await c.list_pods() if x.name == name)
+        names = [p["metadata"]["name"] for p in env.pods()]
+        for name in names:  # both pods "listen" on this machine (tests reach 127.0.0.1 only)
+            p = env.emu.get("pods", NS, name)
+            p["status"]["podIP"] = "127.0.0.1"
+            env.emu._update("pods", env.emu.get("pods", NS, name), p, status_only=True)
+        c = env.cluster(via="direct", port=port, watch_timeout_s=2)
+        pod = next(x for x in await c.list_pods() if x.name == names[0])
         assert c.metrics_url(pod) == f"http://127.0.0.1:{port}/metrics"
         assert await c.fetch_metrics(pod) == page
+        n_calls = len(env.emu.calls)
+        src = ClusterSource(c)
+        await src.start()
+        try:
+            scrapes = await src.poll()
+            assert sorted(s.replica for s in scrapes) == names
+            assert all(s.ok and s.pod is not None and s.group == "llama" for s in scrapes)
+            assert not any("/proxy/" in x.path for x in env.emu.calls[n_calls:])  # not through the API server
+        finally:
+            await src.close()
     finally:
         await runner.cleanup()
 
@@ -225,3 +250,53 @@ async def test_connect_from_kubeconfig_never_leaks_credentials(env: Env) -> None
     with pytest.raises(ClusterError):
         KubeCluster.connect(kubeconfig=str(env.tmp / "missing"), in_cluster=False)
     assert c.with_namespace("other").namespace == "other"
+
+
+async def test_cluster_source_scrapes_pods_through_the_proxy(env: Env) -> None:
+    page = PAGE
+    names = [p["metadata"]["name"] for p in env.pods()]
+    env.emu.pod_metrics[(NS, names[0])] = page
+    env.emu.pod_metrics[(NS, names[1])] = "<html>login</html>"
+    src = ClusterSource(env.cluster(watch_timeout_s=2), timeout=2.0, clock=lambda: 123.0)
+    await src.start()
+    try:
+        assert "kind-test/serving: 2 vLLM pods via proxy" in src.description
+        scrapes = {s.replica: s for s in await src.poll()}
+        ok, bad = scrapes[names[0]], scrapes[names[1]]
+        assert ok.ok and ok.ts == 123.0 and ok.group == "llama" and ok.pod.owner_kind == "Deployment"
+        assert ok.sample.value("kv_usage") == 0.97 and ok.sample.value("waiting") == 3.0 and ok.raw == page
+        assert not bad.ok and bad.error and bad.pod.name == names[1]
+        # a new pod that cannot be scheduled is listed, not scraped
+        env.emu.pod_start = "unschedulable"
+        d = env.deployment()
+        d["spec"]["replicas"] = 3
+        env.emu._update("deployments", env.deployment(), d)
+        for _ in range(50):
+            if len(src.pods) == 3:
+                break
+            await asyncio.sleep(0.05)
+        n_proxy = len([c for c in env.emu.calls if "/proxy/" in c.path])
+        scrapes = {s.replica: s for s in await src.poll()}
+        new = next(n for n in scrapes if n not in names)
+        assert scrapes[new].error == "pod Unschedulable"
+        assert len([c for c in env.emu.calls if "/proxy/" in c.path]) == n_proxy + 2
+        env.emu._delete("pods", env.emu.get("pods", NS, names[1]), 30)
+        for _ in range(50):
+            if names[1] not in src.pods:
+                break
+            await asyncio.sleep(0.05)
+        assert src.take_removed() == {names[1]} and src.take_removed() == set()
+    finally:
+        await src.close()
+
+
+async def test_cluster_source_without_an_api_server_says_why(env: Env) -> None:
+    env.emu.fail("GET", r"/pods$", 403, 'pods is forbidden: User "sre" cannot list resource "pods"')
+    src = ClusterSource(env.cluster(), first_list_timeout=0.5)
+    await src.start()
+    try:
+        with pytest.raises(ClusterError) as e:
+            await src.poll()
+        assert "cannot list" in e.value.message
+    finally:
+        await src.close()

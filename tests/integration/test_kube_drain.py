@@ -81,7 +81,7 @@ async def test_drain_step_sequence_and_exact_requests(slow: Env) -> None:
     res = await c.apply(await c.plan_restore(NS, "llama", steps[-1].data["restore_replicas"]))
     assert res.ok and env.deployment()["spec"]["replicas"] == 2
     acts = [x["action"] for x in env.audit.read()]
-    assert acts == ["drain", "scale", "cordon", "delete-pod", "scale"]
+    assert acts == ["drain", "scale", "cordon", "delete-pod", "drain", "scale"]
 
 
 async def test_drain_waits_for_the_spare_before_touching_the_target(slow: Env) -> None:
@@ -126,7 +126,7 @@ async def test_cancel_while_waiting_for_idle_puts_the_target_back(env: Env) -> N
         steps.append(s)
         if s.step == "wait-idle" and s.status == "running":
             cancel.set()
-    assert [(s.step, s.status) for s in steps[-2:]] == [("cancel", "cancelled"), ("cancel", "ok")]
+    assert [(s.step, s.status) for s in steps[-2:]] == [("cancel", "cancelled"), ("uncordon", "ok")]
     pod = env.emu.get("pods", NS, target)
     assert pod["metadata"]["labels"]["serving"] == "true"
     assert "kvwatch.io/rotation-label" not in (pod["metadata"].get("annotations") or {})
@@ -188,3 +188,41 @@ async def test_configured_rotation_label_and_already_drained(env: Env) -> None:
     assert undo.patch[-2] == {"op": "remove", "path": "/metadata/labels/traffic"}
     assert (await c.apply(undo)).ok
     assert "traffic" not in env.emu.get("pods", NS, target)["metadata"]["labels"]
+
+
+async def test_production_drain_is_confirmed_once_with_the_pod_name(env: Env) -> None:
+    c = env.cluster(policy_config={"contexts": {"*": {"production": True}}})
+    target = env.pods()[0]["metadata"]["name"]
+    plan = await c.plan_drain(NS, target)
+    assert plan.requires_typed_name
+    refused = [s async for s in c.drain(plan, Load((0, 0)), typed_name="llama", poll_s=0.01)]
+    assert [(s.step, s.status) for s in refused] == [("check", "failed")] and "type" in refused[0].message
+    assert env.writes() == []
+    steps = [s async for s in c.drain(plan, Load((0, 0)), typed_name=target, poll_s=0.01)]
+    assert (steps[-1].step, steps[-1].status) == ("done", "ok")
+    audit = env.audit.read()
+    assert [(x["action"], x["result"]["ok"]) for x in audit] == [
+        ("drain", False), ("drain", True), ("scale", True), ("cordon", True), ("delete-pod", True), ("drain", True),
+    ]
+    assert audit[-1]["result"]["message"].startswith("drain done ok: drained")
+
+
+async def test_unreadable_load_and_failed_delete_put_the_target_back(env: Env) -> None:
+    c = env.cluster()
+    target = env.pods()[0]["metadata"]["name"]
+    calls = {"n": 0}
+
+    def flaky() -> tuple[int, int]:
+        calls["n"] += 1
+        if calls["n"] < 3:
+            raise ConnectionError("metrics scrape failed")
+        return (0, 0)
+
+    env.emu.fail("DELETE", f"/pods/{target}$", 403, "pods is forbidden: cannot delete")
+    steps = [s async for s in c.drain(await c.plan_drain(NS, target), flaky, poll_s=0.01)]
+    warns = [s for s in steps if s.step == "wait-idle" and s.status == "warn"]
+    assert len(warns) == 1 and "metrics scrape failed" in warns[0].message
+    assert [(s.step, s.status) for s in steps[-2:]] == [("delete", "failed"), ("uncordon", "ok")]
+    assert "forbidden" in steps[-2].message
+    assert env.emu.get("pods", NS, target)["metadata"]["labels"]["serving"] == "true"
+    assert env.audit.read()[-1]["result"]["ok"] is False

@@ -284,3 +284,54 @@ async def test_backfill_draws_the_last_minutes(tmp_path):
     assert r["vllm-1"].verdict == "kv-pressure" and r["vllm-0"].verdict == "healthy"
     # nothing newer than the last back-filled sample in the TSDB: the first poll adds nothing
     assert after == []
+
+
+# -- the simulator through Prometheus --------------------------------------------------------------
+
+
+async def test_simulated_throttled_node_through_prometheus_and_direct_agree(tmp_path):
+    """kvwatch's own simulator (scenario throttled-node: gpu-node-1's GPU starts HW thermal
+    slowdown 60 s in) scraped by Prometheus: the replica on that node becomes node-fault through
+    Prometheus as through direct scraping, the others do not, and the numbers agree."""
+    from tui.core.sim.fleet import SimFleet
+
+    lead_s = 49.0  # simulated seconds run before serving: the fault comes ~11 s after start
+    fleet = SimFleet("throttled-node", replicas=3, speed=1.0, seed=1, start_time=time.time() - lead_s)
+    fleet.advance(lead_s)
+    fleet.start()
+    sick = next(n for n in fleet.replica_names() if fleet.replica(n).node.name == "gpu-node-1")
+    targets = [ScrapeTarget(t.metrics_url, {"pod": t.name, "namespace": "inference"}) for t in fleet.targets()]
+    targets += [ScrapeTarget(t.gpu_url, {}, honor_labels=True) for t in fleet.targets()]
+    prom = Prometheus(tmp_path, targets, interval="1s").start()
+    psrc = PrometheusSource(prom.url, MATCH, rate_window_s=WINDOW_S)
+    dsrc = DirectSource([Target(t.name, t.metrics_url, gpu_url=t.gpu_url, gpu_pod=t.name) for t in fleet.targets()],
+                        timeout=2.0)
+    mp, md = Monitor(psrc), Monitor(dsrc)
+    seen_before_fault: dict[str, set[str]] = {}
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            p, d = by_name(await mp.refresh()), by_name(await md.refresh())
+            if not fleet.replica(sick).node.throttle_mask:
+                for n, r in p.items():
+                    seen_before_fault.setdefault(n, set()).add(r.verdict)
+            if len(p) == 3 and p[sick].verdict == "node-fault" and d[sick].verdict == "node-fault":
+                break
+            await asyncio.sleep(1.0)
+    finally:
+        await psrc.close()
+        await dsrc.close()
+        prom.stop()
+        fleet.stop()
+    assert p[sick].verdict == "node-fault" and d[sick].verdict == "node-fault"
+    assert any("hw_thermal_slowdown" in e.text for e in p[sick].finding.evidence)
+    for n in p:
+        if n != sick:
+            assert p[n].verdict != "node-fault" and d[n].verdict != "node-fault", n
+    assert seen_before_fault.get(sick) and "node-fault" not in seen_before_fault[sick]
+    for n in p:
+        a, b = p[n].metrics, d[n].metrics
+        assert a.kv_usage == pytest.approx(b.kv_usage, abs=0.1), n  # sampled up to 1 s apart
+        assert a.gpu_memory_pct == pytest.approx(b.gpu_memory_pct, abs=1.0), n
+        assert a.gpu_count == b.gpu_count == 1, n
+        assert p[n].generation == d[n].generation, n

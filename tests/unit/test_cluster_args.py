@@ -356,3 +356,15 @@ def test_preflight_tensor_parallel_divides_bytes_per_token() -> None:
 def test_observed_from_cache_config() -> None:
     got = A.observed_from_cache_config({"gpu_memory_utilization": "0.92", "block_size": "16", "enable_prefix_caching": "False", "swap_space_bytes": "4294967296", "cache_dtype": "junk"}, max_num_seqs=1024)
     assert got == {"gpu-memory-utilization": 0.92, "block-size": 16, "enable-prefix-caching": False, "swap-space": 4.0, "max-num-seqs": 1024}
+
+
+def test_rewrite_of_a_configmap_sourced_value_writes_a_literal_and_says_so() -> None:
+    c = {
+        "name": "vllm",
+        "command": ["vllm", "serve", "m", "--max-num-seqs", "$(SEQS)"],
+        "env": [{"name": "SEQS", "valueFrom": {"configMapKeyRef": {"name": "cfg", "key": "seqs"}}}],
+    }
+    rw = A.rewrite_container(c, A.parse_container(c), {"max-num-seqs": 32})
+    assert rw.fields == ("command",) and rw.container["command"][-1] == "32"
+    assert rw.container["env"] == c["env"]  # the ConfigMap reference is left alone
+    assert len(rw.notes) == 1 and "$SEQS" in rw.notes[0] and "literal" in rw.notes[0]

@@ -153,3 +153,12 @@ def test_sanitize_drops_colours_and_shows_other_controls() -> None:
     assert sanitize("\x1b[1;31mERROR\x1b[0m CUDA out of memory") == "ERROR CUDA out of memory"
     assert sanitize("title\x1b]0;evil\x07 done") == "title done"
     assert sanitize("bell\x07 nul\x00") == "bell\\x07 nul\\x00"
+
+
+def test_policy_from_kvwatch_config() -> None:
+    from tui.core.config import Config, ContextProfile
+
+    cfg = Config(contexts=(ContextProfile("prod-*", readonly=True, production=True), ContextProfile("prod-canary", production=True)))
+    assert policy_for("prod-canary", cfg) == ContextPolicy(readonly=False, production=True)  # exact name first
+    assert policy_for("prod-eu", cfg) == ContextPolicy(readonly=True, production=True)
+    assert policy_for("dev", cfg) == ContextPolicy()

@@ -103,7 +103,7 @@ async def test_drain_moves_load_to_the_spare(tmp_path: Path) -> None:
     assert f.dropped() == 0
     res = await c.apply(await c.plan_restore(ns, DEP, steps[-1].data["restore_replicas"]))
     assert res.ok and len(f.replica_names()) == 3
-    assert [x["action"] for x in c.audit.read()] == ["drain", "scale", "cordon", "delete-pod", "scale"]
+    assert [x["action"] for x in c.audit.read()] == ["drain", "scale", "cordon", "delete-pod", "drain", "scale"]
 
 
 async def test_roll_back_restores_previous_args(tmp_path: Path) -> None:

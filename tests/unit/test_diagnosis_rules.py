@@ -127,6 +127,19 @@ def test_down_after_the_stale_window_with_since():
     assert diagnose(h2, bad[1].ts, T).verdict == "healthy"
 
 
+def test_back_after_an_outage_the_verdict_starts_afresh():
+    mon = Monitor()
+    pressure = series(6, kv=0.97, preempt=lambda i: 3.0 * i, waiting=5.0, running=3.0)
+    outage = [scrape(1030.0 + 5 * i, error="connection refused") for i in range(6)]
+    back = series(4, t0=1060.0, kv=0.3, preempt=lambda i: float(i), running=10.0)  # restarted: counters reset
+    seen = [(s.ts, mon.ingest([s]).replicas[0].finding) for s in pressure + outage + back]
+    assert seen[5][1].verdict == "kv-pressure"
+    assert seen[11][1].verdict == "down" and seen[11][1].since == 1030.0
+    assert seen[12][1].verdict == "unknown"
+    f = seen[-1][1]
+    assert f.verdict == "healthy" and f.since >= 1060.0
+
+
 def test_stalled_when_tokens_stop_with_requests_in_flight():
     # counters stop after scrape 3: scrape 4 is the first with an interval of no progress (onset)
     frozen = lambda i: 100.0 * min(i, 3)  # noqa: E731
@@ -259,3 +272,53 @@ def test_thresholds_are_configurable_and_validated():
     with pytest.raises(ValueError, match="expected int"):
         T.with_overrides(min_points=2.5)
     assert T.with_overrides(benign_throttle="gpu_idle, sw_power_cap").benign_throttle == ("gpu_idle", "sw_power_cap")
+
+
+def test_slow_scrape_intervals_are_not_outages():
+    # a Prometheus source with 15 s scrapes: every gap is as long as the stale window
+    v = verdicts(series(8, interval=15.0, kv=0.97, preempt=lambda i: 5.0 * i, waiting=6.0, running=3.0))
+    assert v[1:] == ["kv-pressure"] * 7
+
+
+def test_a_repeated_sample_changes_nothing():
+    scr = series(5, kv=0.97, preempt=lambda i: 3.0 * i, waiting=5.0, running=3.0)
+    v = verdicts(scr[:4] + [scr[3]] + scr[4:])
+    assert v[1:] == ["kv-pressure"] * 5
+
+
+def test_exported_state_carries_over_to_a_copied_history():
+    import copy
+
+    from tui.core.diagnosis.rules import export_state, import_state
+    from tui.core.history import ReplicaHistory
+
+    # compute-bound, then util 75 %: it stays (left only below 70 %), which only the state
+    # machine remembers once the short history has dropped the 95 % scrapes
+    scr = series(12, util=lambda i: 95.0 if i < 4 else 75.0, running=40.0)
+    h = ReplicaHistory("r0", maxlen=4)
+    for i, s in enumerate(scr[:9]):
+        h.add(s)
+        assert diagnose(h, s.ts, T).verdict == ("unknown" if i == 0 else "compute-bound")
+    plain, carried = copy.deepcopy(h), copy.deepcopy(h)
+    import_state(carried, export_state(h))
+    assert diagnose(plain, scr[8].ts, T).verdict == "healthy"  # recomputed from 4 scrapes of 75 %
+    for s in scr[9:]:
+        h.add(s)
+        carried.add(s)
+        assert diagnose(carried, s.ts, T) == diagnose(h, s.ts, T)
+        assert diagnose(carried, s.ts, T).verdict == "compute-bound"
+
+
+def test_a_new_history_reusing_an_old_ones_id_is_not_confused_with_it():
+    from tui.core.diagnosis import rules
+
+    old = history_of(series(5, t0=5000.0, util=95.0, running=40.0))
+    diagnose(old, 5020.0, T)
+    new = history_of([])
+    rules._MEMO[id(new)] = rules._MEMO.pop(id(old))  # as if `new` had been allocated at old's address
+    out = []
+    for s in series(4, t0=1000.0, util=50.0, running=40.0):
+        new.add(s)
+        out.append(diagnose(new, s.ts, T).verdict)
+    assert out == ["unknown", "healthy", "healthy", "healthy"]
+    assert rules._MEMO[id(new)].last_point is new.points[-1]  # the memo now follows `new`

@@ -378,3 +378,31 @@ def test_cli_flags_build_the_source(monkeypatch):
     assert src.description == 'prometheus https://prom.example:9090 {namespace="inference"}'
     with pytest.raises(SourceError, match="bad --match"):
         from_args(p.parse_args(["--prometheus", "http://p:9090", "--match", "namespace=inference"]))
+
+
+async def test_engine_config_is_fetched_again_when_a_replica_has_none(api):
+    rows = [({"__name__": "vllm:num_requests_running", "namespace": "ns", "pod": "p1"}, 3.0)]
+    config = {"rows": []}
+
+    def reply(req):
+        q = req["query"]
+        if q.startswith("vllm:cache_config_info"):
+            return Reply(200, vector(config["rows"]))
+        return Reply(200, vector(rows)) if "|" in q else Reply()
+
+    api.reply = reply
+    now = [1000.0]
+    src = PrometheusSource(api.url, None, clock=lambda: now[0], gpu=False, quantiles_every_s=1e9)
+    await src.poll()  # the config query answers nothing yet (first scrape not in)
+    config["rows"] = [({"__name__": "vllm:cache_config_info", "namespace": "ns", "pod": "p1",
+                        "num_gpu_blocks": "27915"}, 1.0)]
+    rows.append(({"kvw": "sample_ts", "namespace": "ns", "pod": "p1"}, 1.0))  # a new scrape
+    now[0] = 1010.0
+    await src.poll()  # too soon to ask again
+    rows[-1] = ({"kvw": "sample_ts", "namespace": "ns", "pod": "p1"}, 2.0)
+    now[0] = 1031.0
+    (s,) = await src.poll()
+    await src.close()
+    asked = [r for r in api.requests if r["query"].startswith("vllm:cache_config_info")]
+    assert len(asked) == 2
+    assert s.sample.cache_config == {"num_gpu_blocks": "27915"}

@@ -10,7 +10,7 @@ from datetime import datetime
 
 import pytest
 
-from tests.ui.scripted import gpu, page
+from tests.ui.recordings import T0, phases
 from tui.core.export import fleet_json
 from tui.core.model import Scrape
 from tui.core.monitor import Monitor
@@ -18,31 +18,12 @@ from tui.core.offline import replay as offline_replay
 from tui.core.record import Recorder
 from tui.core.sources.replay import ReplaySource, next_change, parse_seek, rebuild
 
-T0 = 1_700_000_000.0
-
-
 class FakeClock:
     def __init__(self) -> None:
         self.t = 100.0
 
     def __call__(self) -> float:
         return self.t
-
-
-def phases(n_polls: int, step: float = 5.0, names=("a", "b", "c")) -> list[Scrape]:
-    """Replicas that go in and out of KV pressure at different times, one failing for a while."""
-    out = []
-    for i in range(n_polls):
-        ts = T0 + i * step
-        for j, name in enumerate(names):
-            hot = (i // (7 + 3 * j)) % 2 == 1
-            if name == "c" and 20 <= i < 26:
-                out.append(Scrape(ts + 0.01 * j, name, error="connection refused"))
-                continue
-            kv, waiting = (0.97, 12) if hot else (0.4, 0)
-            out.append(Scrape(ts + 0.01 * j, name, page(kv, 30, waiting, (4.0 if hot else 0.1) * i, 300.0 * i),
-                              gpu=gpu(92, 40 if hot else 75)))
-    return out
 
 
 def play_all(src: ReplaySource, mon: Monitor) -> list[dict]:

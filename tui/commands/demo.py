@@ -19,13 +19,17 @@ def register(sub, live: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second (default 1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same incident)")
     p.add_argument("--v0-replicas", type=int, default=0, help="how many replicas speak vLLM V0 metric names")
-    p.set_defaults(func=run_demo)
+    p.set_defaults(func=run_demo, context="demo")  # the simulated cluster's context (config profiles)
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    from tui.core.cluster.audit import AuditLog
+    from tui.core.cluster.base import policy_for
+    from tui.core.cluster.demo_source import DemoSource
+    from tui.core.cluster.sim import SimCluster
     from tui.core.sim.fleet import SimFleet
-    from tui.core.sources.direct import DirectSource, Target
-    from tui.launch import run
+    from tui.kube_launch import audit_path
+    from tui.launch import apply_config, run
 
     if args.replicas < 1:
         raise SystemExit("kvwatch demo: --replicas must be at least 1")
@@ -34,7 +38,10 @@ def run_demo(args: argparse.Namespace) -> int:
     fleet = SimFleet(scenario=args.scenario, replicas=args.replicas, speed=args.speed, seed=args.seed,
                      v0_replicas=args.v0_replicas)
     fleet.start()
-    targets = [Target(name=t.name, url=t.metrics_url, gpu_url=t.gpu_url, group=t.group) for t in fleet.targets()]
-    desc = f"demo: {len(targets)} simulated replicas · {args.scenario} · {args.speed:g}x"
-    source = DirectSource(targets, timeout=2.0, clock=fleet.clock, description=desc)
+    # Every mitigation key works here: a simulated cluster behind the same interface as Kubernetes.
+    cfg = apply_config(args)
+    context = args.context or "demo"
+    cluster = SimCluster(fleet, context=context, readonly=args.readonly, policy=policy_for(context, cfg),
+                         audit=AuditLog(audit_path(cfg)))
+    source = DemoSource(cluster, timeout=2.0, label=f"{args.scenario} · {args.speed:g}x")
     return run(args, source, on_shutdown=fleet.stop)

@@ -37,12 +37,13 @@ def register(sub) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     from tui.core.export import fleet_json
     from tui.core.sources.replay import ReplaySource, parse_seek
-    from tui.launch import apply_config, make_app, make_monitor
+    from tui.launch import apply_config, make_app, make_monitor, report_config
 
     if not args.speed > 0:
         print("kvwatch replay: --speed must be positive", file=sys.stderr)
         return 2
     cfg = apply_config(args)
+    report_config(cfg)
     try:
         src = ReplaySource.open(args.file, args.speed)
     except OSError as e:

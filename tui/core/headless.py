@@ -12,9 +12,10 @@ from .export import fleet_json
 from .monitor import Monitor
 
 
-async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO = sys.stdout) -> int:
+async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO = sys.stdout,
+                   backfill_s: float | None = None) -> int:
     src = monitor.source
-    await src.start()
+    await monitor.start(backfill_s)
     end = None if duration is None else time.monotonic() + duration
     try:
         while True:

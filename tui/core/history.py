@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, fields, replace
 from typing import Iterable
 
-from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape
+from .model import DOWN, OK, STALE, EngineSample, Histogram, ReplicaMetrics, Scrape
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
 SERIES = ("kv_usage", "waiting", "preemptions_per_s", "gpu_memory_pct", "gpu_util_pct", "running", "ttft_p95_s")
@@ -22,6 +22,9 @@ class Windows:
     rate_s: float = 30.0  # counters -> rates over this many (source) seconds
     quantile_s: float = 60.0  # histogram quantiles over this window
     stale_s: float = 15.0  # failed scrapes for longer than this: down
+    # Histograms are most of a scrape's memory. Past the quantile window only one scrape per
+    # `hist_keep_every_s` keeps them (baselines for "did the request shape change?").
+    hist_keep_every_s: float = 60.0
 
 
 def counter_delta(values: Iterable[float | None]) -> float | None:
@@ -40,7 +43,8 @@ def counter_delta(values: Iterable[float | None]) -> float | None:
 class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
-    __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error")
+    __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error", "_thinned",
+                 "_kept_ts")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
@@ -50,13 +54,18 @@ class ReplicaHistory:
         self.last_ok: Scrape | None = None
         self.first_error_ts: float | None = None  # start of the current run of failures
         self.last_error: Scrape | None = None
+        self._thinned = 0  # leading scrapes already past the quantile window and thinned
+        self._kept_ts = float("-inf")  # last old scrape that kept its histograms
 
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:
         if scrape.ok:
             if scrape.raw is not None:  # the page text was for the recorder; history keeps the parse
                 scrape = replace(scrape, raw=None)
+            if len(self.scrapes) == self.scrapes.maxlen and self._thinned:
+                self._thinned -= 1  # the append below pushes the oldest (thinned) scrape out
             self.scrapes.append(scrape)
+            self._thin(scrape.ts)
             self.last_ok = scrape
             self.first_error_ts = None
             self.last_error = None
@@ -65,6 +74,19 @@ class ReplicaHistory:
             if self.first_error_ts is None:
                 self.first_error_ts = scrape.ts
             self.last_error = scrape
+
+    def _thin(self, now: float) -> None:
+        w = self.windows
+        cutoff = now - max(w.quantile_s, w.rate_s) - 5.0
+        sc = self.scrapes
+        while self._thinned < len(sc) and sc[self._thinned].ts < cutoff:
+            old = sc[self._thinned]
+            if old.ts - self._kept_ts >= w.hist_keep_every_s:
+                self._kept_ts = old.ts
+            elif old.sample is not None and any(e.hists for e in old.sample.engines.values()):
+                bare = {k: EngineSample(e.values, {}) for k, e in old.sample.engines.items()}
+                sc[self._thinned] = replace(old, sample=replace(old.sample, engines=bare))
+            self._thinned += 1
 
     # -- state ------------------------------------------------------------------
     def state(self, now: float) -> str:
@@ -88,8 +110,8 @@ class ReplicaHistory:
         cutoff = self.scrapes[-1].ts - seconds
         out = []
         for s in reversed(self.scrapes):
-            if s.ts < cutoff:
-                out.append(s)  # keep one point before the window as the rate baseline
+            if s.ts <= cutoff:
+                out.append(s)  # the first point at or before the window start is the baseline
                 break
             out.append(s)
         out.reverse()

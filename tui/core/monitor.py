@@ -36,9 +36,20 @@ class Monitor:
         self.on_scrapes = on_scrapes  # e.g. the recorder
         self.state = FleetState(ts=time.time(), source=getattr(source, "description", ""), replicas=())
 
+    async def start(self, backfill_s: float | None = None) -> None:
+        """Start the source; sources with history (Prometheus) back-fill the sparklines first."""
+        assert self.source is not None
+        await self.source.start()
+        backfill = getattr(self.source, "backfill", None)
+        if backfill is not None and backfill_s:
+            self.ingest(await backfill(window_s=backfill_s))
+
     async def refresh(self) -> FleetState:
         assert self.source is not None
         scrapes = await self.source.poll()
+        take_removed = getattr(self.source, "take_removed", None)  # cluster sources: deleted pods
+        if take_removed is not None:
+            self.forget(take_removed())
         return self.ingest(scrapes)
 
     def forget(self, names: Iterable[str]) -> None:

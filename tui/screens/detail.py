@@ -12,7 +12,7 @@ from textual_plotext import PlotextPlot
 
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
-from widgets.format import ago, num, pct, rate, secs
+from widgets.format import ago, asciify, num, pct, rate, secs
 from widgets.verdict import colour_var, label
 
 PLOT_POINTS = 300
@@ -98,7 +98,8 @@ class DetailScreen(Screen):
         if view is None:
             self.query_one("#evidence", Static).update(Text(f"{clean(self.replica)}: gone from the fleet"))
             return
-        self.query_one("#evidence", Static).update(evidence_text(view, state.ts, self.app.palette(), self.app.ascii))
+        ev = evidence_text(view, state.ts, self.app.palette(), self.app.ascii)
+        self.query_one("#evidence", Static).update(asciify(ev) if self.app.ascii else ev)
         h = self.app.monitor.histories.get(self.replica)
         if h is None:
             return
@@ -117,7 +118,8 @@ class DetailScreen(Screen):
                 ys = [getattr(m, attr) for _, m in pts]
                 xy = [(x, y) for x, y in zip(xs, ys) if y is not None]
                 if xy:
-                    plt.plot([a for a, _ in xy], [b for _, b in xy], label=legend, marker="braille")
+                    plt.plot([a for a, _ in xy], [b for _, b in xy], label=legend,
+                             marker="*" if self.app.ascii else "braille")
             if yr:
                 plt.ylim(*yr)
             plt.xlabel("seconds")

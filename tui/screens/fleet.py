@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from tui.core.model import SEVERITY, FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.fleet_table import FleetTable
+from widgets.format import asciify
 from widgets.header import FleetHeader, PressureBanner
 from widgets.verdict import colour_var, label
 
@@ -67,6 +68,7 @@ class FleetScreen(Screen):
         self.faults_only = False
         self.sort = "severity"
         self._placed: dict[str, tuple[str, int]] = {}  # name -> (verdict, row) as last drawn
+        self._strip_text: Text | None = None
         self.state: FleetState | None = None
 
     def compose(self) -> ComposeResult:
@@ -76,7 +78,7 @@ class FleetScreen(Screen):
         table = FleetTable(pal, thresholds=self.app.monitor.thresholds, id="fleet")
         table.ascii = self.app.ascii
         yield table
-        yield SelectedStrip("waiting for the first refresh…", id="strip")
+        yield SelectedStrip("waiting for the first refresh...", id="strip")
         yield Input(placeholder="filter: regex over name/verdict/group, ! inverts, esc clears", id="filter")
         yield Footer()
 
@@ -133,7 +135,8 @@ class FleetScreen(Screen):
         v = table.views.get(name) if name else None
         strip = self.query_one(SelectedStrip)
         if v is None:
-            strip.update("no replica matches" if self.state and self.state.replicas else "waiting for the first refresh…")
+            self._strip_text = None
+            strip.update("no replica matches" if self.state and self.state.replicas else "waiting for the first refresh...")
             return
         pal = self.app.palette()
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -148,7 +151,11 @@ class FleetScreen(Screen):
         t.append("\n")
         crossed = [clean(e.text) for e in v.finding.evidence if e.crossed]
         t.append(" · ".join(crossed) if crossed else (v.finding.summary or ""), style="dim" if not crossed else "")
-        strip.update(t)
+        if self.app.ascii:
+            t = asciify(t)
+        if t != self._strip_text:  # an unchanged strip is not repainted (bytes over SSH)
+            self._strip_text = t
+            strip.update(t)
 
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self) -> None:

@@ -11,7 +11,8 @@ from textual.widgets import Static
 
 
 def _key_name(key: str) -> str:
-    return {"question_mark": "?", "slash": "/", "left_square_bracket": "[", "escape": "esc"}.get(key, key)
+    return {"question_mark": "?", "slash": "/", "left_square_bracket": "[", "escape": "esc",
+            "less_than_sign": "<", "greater_than_sign": ">", "space": "space"}.get(key, key)
 
 
 class HelpScreen(ModalScreen):
@@ -23,11 +24,13 @@ class HelpScreen(ModalScreen):
     """
 
     def compose(self) -> ComposeResult:
+        self.rows: list[tuple[str, str, str]] = []  # (keys, action, where) as listed
         table = Table(box=None, show_header=True, header_style="bold", expand=True)
         table.add_column("key", no_wrap=True)
         table.add_column("action")
         table.add_column("where", style="dim")
-        under = self.app.screen_stack[-1] if self.app.screen_stack else None
+        stack = [s for s in self.app.screen_stack if s is not self]  # compose may run once pushed
+        under = stack[-1] if stack else None
         seen = set()
         sources = [("app", self.app.BINDINGS)]
         if under is not None and under is not self:
@@ -39,10 +42,14 @@ class HelpScreen(ModalScreen):
                 if under is not None and hasattr(under, "check_action") and under is not self:
                     if under.check_action(b.action, ()) is False:
                         continue  # hidden: not allowed here (read-only, RBAC)
-                keys = ", ".join(_key_name(k) for k in b.key.split(","))
+                if where == "app" and self.app.check_action(b.action, ()) is False:
+                    continue  # e.g. replay keys in a live session
+                remapped = getattr(self.app, "_keymap", {}).get(b.id) if b.id else None  # config [keys]
+                keys = ", ".join(_key_name(k.strip()) for k in (remapped or b.key).split(","))
                 if (keys, b.description) in seen:
                     continue
                 seen.add((keys, b.description))
+                self.rows.append((keys, b.description or b.action, where))
                 table.add_row(keys, b.description or b.action, where)
         with VerticalScroll():
             yield Static("[b]kvwatch keys[/b]  (esc closes)")

@@ -16,7 +16,7 @@ import inspect
 import re
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
@@ -226,7 +226,7 @@ class RolloutStatus:
 
 @dataclass(frozen=True, slots=True)
 class DrainStep:
-    step: str  # check, scale-up, wait-spare, cordon, wait-idle, delete, done, restore, cancel
+    step: str  # check, scale-up, wait-spare, cordon, wait-idle, delete, done, cancel, uncordon
     status: str  # "running", "ok", "warn", "failed", "cancelled"
     message: str
     elapsed_s: float = 0.0
@@ -292,11 +292,15 @@ class ContextPolicy:
     production: bool = False
 
 
-def policy_for(context: str, config: Mapping[str, Any] | None) -> ContextPolicy:
-    """Context policy from config: {"contexts": {"prod-*": {"readOnly": true, "production": true}}}.
-
-    Keys are glob patterns; the most specific (longest) match wins.
-    """
+def policy_for(context: str, config: Any) -> ContextPolicy:
+    """The policy of a kube context, from kvwatch's `Config` (its `profile_for`: exact name, then
+    globs in file order) or from a mapping {"contexts": {"prod-*": {"readOnly": true, ...}}}, where
+    the most specific (longest) matching glob wins."""
+    if config is None:
+        return ContextPolicy()
+    if hasattr(config, "profile_for"):
+        prof = config.profile_for(context)
+        return ContextPolicy(bool(prof.readonly), bool(prof.production)) if prof is not None else ContextPolicy()
     if not config:
         return ContextPolicy()
     table = config.get("contexts", config)
@@ -368,13 +372,13 @@ class Cluster(ABC):
     def watch_pods(self, namespace: str | None = None, selector: str | None = None) -> AsyncIterator[PodEvent]: ...
 
     @abstractmethod
-    async def get_deployment(self, namespace: str, name: str) -> DeploymentInfo: ...
+    async def get_deployment(self, namespace: str, name: str, kind: str = "Deployment") -> DeploymentInfo: ...
 
     @abstractmethod
     async def list_deployments(self, namespace: str) -> list[DeploymentInfo]: ...
 
     @abstractmethod
-    async def rollout_status(self, namespace: str, name: str) -> RolloutStatus: ...
+    async def rollout_status(self, namespace: str, name: str, kind: str = "Deployment") -> RolloutStatus: ...
 
     @abstractmethod
     async def logs(
@@ -420,16 +424,20 @@ class Cluster(ABC):
         gpu_total_bytes: float | None = None,
         kv_bytes_token: float | None = None,
         generation: str = "v1",
-    ) -> ActionPlan: ...
+        kind: str = "Deployment",
+        observed: Mapping[str, Any] | None = None,
+    ) -> ActionPlan:
+        """Validated args change with its exact diff and patch, presets (`args.PRESETS`) and the KV
+        preflight (`cache_config`: the engine's vllm:cache_config_info labels)."""
 
     @abstractmethod
-    async def plan_scale(self, namespace: str, name: str, replicas: int) -> ActionPlan: ...
+    async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan: ...
 
     @abstractmethod
-    async def plan_restart(self, namespace: str, name: str) -> ActionPlan: ...
+    async def plan_restart(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan: ...
 
     @abstractmethod
-    async def plan_rollback(self, namespace: str, name: str) -> ActionPlan: ...
+    async def plan_rollback(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan: ...
 
     @abstractmethod
     async def plan_delete_pod(self, namespace: str, pod: str, grace_s: int = 60) -> ActionPlan: ...
@@ -459,12 +467,21 @@ class Cluster(ABC):
 
     async def apply(self, plan: ActionPlan, *, typed_name: str | None = None) -> ActionResult:
         """Perform `plan`. Refuses (sending nothing) when read-only, invalid or unconfirmed."""
+        if not self.readonly and not plan.errors and self._needs_name(plan) and typed_name != plan.target.name:
+            res = ActionResult(False, f"refused: production context; type {plan.target.name!r} to confirm", None, {"kind": "unconfirmed"})
+            self._audit(plan, res)
+            return res
+        return await self._gate(plan)
+
+    def _needs_name(self, plan: ActionPlan) -> bool:
+        return plan.requires_typed_name or self.production
+
+    async def _gate(self, plan: ActionPlan) -> ActionResult:
+        """Every mutation passes here: read-only and invalid plans stop before any request."""
         if self.readonly:
             res = ActionResult(False, f"refused: {self.context or 'this cluster'} is read-only; nothing was sent", None, {"kind": "readonly"})
         elif plan.errors:
             res = ActionResult(False, "refused: " + "; ".join(plan.errors), None, {"kind": "bad-input"})
-        elif (plan.requires_typed_name or self.production) and typed_name != plan.target.name:
-            res = ActionResult(False, f"refused: production context; type {plan.target.name!r} to confirm", None, {"kind": "unconfirmed"})
         else:
             try:
                 res = await self._apply(plan)
@@ -489,14 +506,14 @@ class Cluster(ABC):
         )
 
     # Convenience: plan + apply for keys that need no review beyond the confirm dialog.
-    async def scale(self, namespace: str, name: str, replicas: int, *, typed_name: str | None = None) -> ActionResult:
-        return await self._plan_and_apply(self.plan_scale(namespace, name, replicas), typed_name)
+    async def scale(self, namespace: str, name: str, replicas: int, *, kind: str = "Deployment", typed_name: str | None = None) -> ActionResult:
+        return await self._plan_and_apply(self.plan_scale(namespace, name, replicas, kind), typed_name)
 
-    async def restart(self, namespace: str, name: str, *, typed_name: str | None = None) -> ActionResult:
-        return await self._plan_and_apply(self.plan_restart(namespace, name), typed_name)
+    async def restart(self, namespace: str, name: str, *, kind: str = "Deployment", typed_name: str | None = None) -> ActionResult:
+        return await self._plan_and_apply(self.plan_restart(namespace, name, kind), typed_name)
 
-    async def rollback(self, namespace: str, name: str, *, typed_name: str | None = None) -> ActionResult:
-        return await self._plan_and_apply(self.plan_rollback(namespace, name), typed_name)
+    async def rollback(self, namespace: str, name: str, *, kind: str = "Deployment", typed_name: str | None = None) -> ActionResult:
+        return await self._plan_and_apply(self.plan_rollback(namespace, name, kind), typed_name)
 
     async def delete_pod(self, namespace: str, pod: str, grace_s: int = 60, *, typed_name: str | None = None) -> ActionResult:
         return await self._plan_and_apply(self.plan_delete_pod(namespace, pod, grace_s), typed_name)
@@ -543,7 +560,7 @@ class Cluster(ABC):
             self._audit(plan, ActionResult(False, msg))
             yield step("check", "failed", msg)
             return
-        if (plan.requires_typed_name or self.production) and typed_name != plan.target.name:
+        if self._needs_name(plan) and typed_name != plan.target.name:
             msg = f"refused: production context; type {plan.target.name!r} to confirm"
             self._audit(plan, ActionResult(False, msg))
             yield step("check", "failed", msg)
@@ -551,13 +568,33 @@ class Cluster(ABC):
         self._audit(plan, ActionResult(True, "drain started"))
         for w in plan.warnings:
             yield step("check", "warn", w)
+        inner = self._drain_run(plan, load, step, cancel, spare_timeout_s, idle_timeout_s, poll_s)
+        last: DrainStep | None = None
+        try:
+            async for st in inner:
+                last = st
+                yield st
+        finally:
+            await inner.aclose()  # runs its clean-up now, not when garbage-collected
+            if last is not None:
+                ok = (last.step, last.status) == ("done", "ok")
+                self._audit(plan, ActionResult(ok, f"drain {last.step} {last.status}: {last.message}"))
 
+    async def _drain_run(
+        self,
+        plan: ActionPlan,
+        load: LoadFn,
+        step: Callable[..., DrainStep],
+        cancel: asyncio.Event | None,
+        spare_timeout_s: float,
+        idle_timeout_s: float,
+        poll_s: float,
+    ) -> AsyncIterator[DrainStep]:
         ns, pod = plan.target.namespace, plan.target.name
         owner = plan.data.get("owner")
         original = plan.data.get("replicas")
         cordoned = False
         deleted = False
-        confirmed = plan.target.name  # sub-actions were confirmed with the drain
 
         def cancelled() -> bool:
             return cancel is not None and cancel.is_set()
@@ -565,11 +602,11 @@ class Cluster(ABC):
         async def uncordon_after_cancel() -> DrainStep:
             try:
                 p = await self.plan_cordon(ns, pod, undo=True, label=plan.data.get("label"))
-                r = await self.apply(replace(p, requires_typed_name=False), typed_name=confirmed)
+                r = await self._gate(p)  # sub-actions were confirmed with the drain
             except ClusterError as e:
                 r = e.result()
             status = "ok" if r.ok else "failed"
-            return step("cancel", status, f"put {pod} back in rotation: {r.message}")
+            return step("uncordon", status, f"put {pod} back in rotation: {r.message}")
 
         try:
             # 1. spare
@@ -580,7 +617,7 @@ class Cluster(ABC):
                     yield step("scale-up", "failed", e.message)
                     return
                 yield step("scale-up", "running", f"scaling {owner} {original} -> {original + 1} (spare first)")
-                r = await self.apply(replace(sp, requires_typed_name=False), typed_name=confirmed)
+                r = await self._gate(sp)
                 if not r.ok:
                     yield step("scale-up", "failed", r.message, result=r)
                     return
@@ -618,7 +655,7 @@ class Cluster(ABC):
             except ClusterError as e:
                 yield step("cordon", "failed", e.message)
                 return
-            r = await self.apply(replace(cp, requires_typed_name=False), typed_name=confirmed)
+            r = await self._gate(cp)
             if not r.ok:
                 yield step("cordon", "failed", r.message)
                 return
@@ -627,16 +664,21 @@ class Cluster(ABC):
 
             # 3. wait for in-flight requests to finish
             deadline = self.now() + idle_timeout_s
-            last: tuple[float, float] | None = None
+            last: object = None
             while True:
                 if cancelled():
                     yield step("cancel", "cancelled", "cancelled while waiting for the target to go idle")
                     yield await uncordon_after_cancel()
                     cordoned = False
                     return
-                cur = load()
-                if inspect.isawaitable(cur):
-                    cur = await cur
+                try:
+                    cur = load()
+                    if inspect.isawaitable(cur):
+                        cur = await cur
+                except Exception as e:  # noqa: BLE001 - an unreadable metric is "unknown", not a crash
+                    if last != "error":
+                        yield step("wait-idle", "warn", f"cannot read {pod}'s load: {type(e).__name__}: {e}")
+                    cur, last = None, "error"
                 if cur is not None:
                     running, waiting = cur
                     if running + waiting <= 0:
@@ -657,16 +699,18 @@ class Cluster(ABC):
             except ClusterError as e:
                 yield step("delete", "failed", e.message)
                 return
-            r = await self.apply(replace(dp, requires_typed_name=False), typed_name=confirmed)
+            r = await self._gate(dp)
             if not r.ok:
                 yield step("delete", "failed", r.message)
+                yield await uncordon_after_cancel()
+                cordoned = False
                 return
             deleted = True
             yield step("delete", "ok", f"deleted {pod} (grace period {grace}s)")
             restore = f"; restore {owner} to {original} replicas with the restore key" if owner else ""
             yield step("done", "ok", f"drained {pod}{restore}", restore_replicas=original, owner=owner)
         finally:
-            if cordoned and not deleted and cancelled() is False:
+            if cordoned and not deleted:
                 # closed from outside mid-drain: do not leave a live replica out of rotation
                 try:
                     await uncordon_after_cancel()

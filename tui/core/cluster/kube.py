@@ -154,7 +154,7 @@ class KubeCluster(Cluster):
         via: str = "proxy",
         readonly: bool = False,
         policy: ContextPolicy | None = None,
-        policy_config: Mapping[str, Any] | None = None,
+        policy_config: Any = None,  # kvwatch's Config, or a {"contexts": {...}} mapping
         audit: AuditLog | None = None,
         request_timeout: float = 10.0,
         watch_timeout_s: int = 60,
@@ -241,7 +241,7 @@ class KubeCluster(Cluster):
             raise
         except (ConfigException, OSError, ValueError, TypeError) as e:
             # the message names files and fields, never their contents
-            raise ClusterError("bad-input", f"cannot load Kubernetes config: {type(e).__name__}: {str(e)[:200]}") from None
+            raise ClusterError("bad-input", f"cannot load Kubernetes config: {type(e).__name__}: {sanitize(str(e).splitlines()[0] if str(e) else '')[:200]}") from None
         cfg.retries = 1
         return cls(client.ApiClient(cfg), context=ctx_name, user=user, namespace=ns or "default", kubeconfig=kubeconfig, **kw)
 
@@ -380,7 +380,6 @@ class KubeCluster(Cluster):
                         _request_timeout=(self.request_timeout, self.watch_timeout_s + 5),
                     )
                     current["resp"] = resp
-                    backoff = 0.5
                     for line in iter_resp_lines(resp):
                         if stop.is_set():
                             break
@@ -392,10 +391,13 @@ class KubeCluster(Cluster):
                                 break
                             emit(PodEvent("ERROR", message=f"watch: {sanitize(str(obj.get('message') or obj))[:200]}"))
                             rv = None
+                            stop.wait(backoff)
+                            backoff = min(backoff * 2, 30.0)
                             break
                         new_rv = (obj.get("metadata") or {}).get("resourceVersion")
                         if new_rv:
                             rv = str(new_rv)
+                        backoff = 0.5
                         if typ == "BOOKMARK":
                             continue
                         key = ((obj.get("metadata") or {}).get("namespace"), (obj.get("metadata") or {}).get("name"))
@@ -406,6 +408,7 @@ class KubeCluster(Cluster):
                         info = self._to_info(obj)
                         if typ == "DELETED":
                             known.discard(key)
+                            self._ports.pop(key, None)
                         else:
                             known.add(key)
                         emit(PodEvent(str(typ), pod=info))

@@ -16,16 +16,24 @@ Order of the rules (first match wins), most specific first:
 
 A per-scrape classification feeds a small state machine (see `_Tracker`): a new verdict must
 hold `sustain_points` scrapes in a row before it replaces the current one (one scrape for
-node-fault and stalled, whose conditions already demand persistence), and kv-pressure is left
-only below `kv_clear` after `recent_points` preemption-free intervals. The verdict at time t
+node-fault, stalled, kv-pressure and concurrency-capped, whose conditions already demand
+persistence: a stall or queue over several scrapes, two preemptions, `running` pinned);
+kv-pressure is left only below `kv_clear` or after `recent_points` preemption-free intervals
+without a queue, compute-bound only below `gpu_util_clear_pct`. The verdict at time t
 depends only on scrapes up to t.
+
+The state machine is advanced incrementally: one memo per history (keyed by identity, checked
+against the last point consumed), so a refresh costs one classification per replica; asking
+about an earlier time recomputes from the retained history. `export_state` / `import_state`
+carry it over to a copied Monitor (replay seeking).
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..history import ReplicaHistory
 from ..model import DOWN, Evidence, Finding, GpuSample
@@ -115,8 +123,8 @@ class _Checks:
 
     def add(self, key: str, e: Evidence) -> Evidence:
         self.ev[key] = e
-        if e.op == "missing" and key not in self.missing:
-            self.missing.append(key)
+        if e.op == "missing" and e.signal not in self.missing:
+            self.missing.append(e.signal)
         return e
 
     def ordered(self, first: tuple[str, ...]) -> list[Evidence]:
@@ -143,7 +151,8 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
                                  if p.c_preempt is None else "preemptions/s: needs two scrapes"))
         preempting = False
     else:
-        enough = recent is not None and recent >= t.preempt_min_count
+        # vLLM counts whole preemptions; a counter derived elsewhere may carry float noise
+        enough = recent is not None and round(recent) >= t.preempt_min_count
         preempting = rate > t.preempt_rate and enough
         n = f"{recent:.0f} in the last {t.recent_points} intervals" if recent is not None else ""
         if preempting:
@@ -178,7 +187,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         c.add("wdef", Evidence("waiting_deferred", p.wdef, t.deferred_share, ">=",
                                p.deferred_run > 0,
                                f"waiting deferred {_fmt(p.wdef)} of {_fmt(wt)}"
-                               f" (dominates at >= {t.deferred_share:.0%})"))
+                               f" (a stall when >= {t.deferred_share:.0%} for {t.stall_points} scrapes)"))
 
     # -- progress (stall) ----------------------------------------------------------------------
     if p.progress is None:
@@ -229,9 +238,12 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     # utilisation samples swing with the batch, the verdict should not
     util_thr = t.gpu_util_clear_pct if prev == "compute-bound" else t.gpu_util_high_pct
     util_high = util is not None and util >= util_thr
+    if util is None and p.gpu is not None:
+        c.add("util", missing("gpu_util_pct", "GPU util: not reported"))
     if util is not None:
-        c.add("util", cmp("gpu_util_pct", "GPU util", util, "<" if not util_high else ">=",
-                          t.gpu_util_low_pct if not util_high else util_thr, "%"))
+        # both comparisons are kept; each verdict shows the one its case rests on
+        c.add("util", cmp("gpu_util_pct", "GPU util", util, "<", t.gpu_util_low_pct, "%"))
+        c.add("util_high", cmp("gpu_util_pct", "GPU util", util, ">=", util_thr, "%"))
     e_cpu = c.add("cpu", cmp("cpu_cores", "API server CPU", p.cpu_cores, ">=", t.cpu_saturated_cores,
                              " cores"))
     cpu_sat = e_cpu.crossed
@@ -242,8 +254,10 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     # Without GPU utilisation, a lightly loaded engine (KV with clear headroom) stands in for
     # "the GPU idles" next to a saturated API server.
     idle_fallback = util is None and p.kv is not None and p.kv < t.kv_low
-    if util is None and cpu_sat:
-        c.add("idle", cmp("kv_usage", "GPU util missing; engine load: KV usage", p.kv, "<", t.kv_low))
+    if util is None and cpu_sat and p.kv is not None:
+        c.add("idle", Evidence("kv_usage", p.kv, t.kv_low, "<", idle_fallback,
+                               f"no GPU util: KV usage {_fmt(p.kv)} {'<' if idle_fallback else '>='} "
+                               f"{_fmt(t.kv_low)} stands in for an idle engine"))
 
     # -- decide --------------------------------------------------------------------------------
     calm = not kv_high and not preempting and not swapping
@@ -251,7 +265,8 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         v = "node-fault"
     elif stalled_tokens or stalled_deferred:
         v = "stalled"
-    elif kv_high and (preempting or recently or swapping or (cap_wait and p.queue_run >= (1 if in_kv else t.queue_points))):
+    elif kv_high and (preempting or recently or swapping
+                      or (cap_wait and p.queue_run >= (1 if in_kv else t.queue_points))):
         v = "kv-pressure"
     elif calm and cpu_sat and (util_low or idle_fallback):
         v = "host-bound"
@@ -276,7 +291,7 @@ _ORDER = {
     "kv-pressure": ("kv", "preempt", "preempt_recent", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
     "host-bound": ("cpu", "util", "idle", "gpu", "kv", "waiting", "batch"),
     "concurrency-capped": ("wcap", "waiting", "pinned", "kv", "preempt", "util"),
-    "compute-bound": ("util", "batch", "kv", "preempt", "gpu_mem"),
+    "compute-bound": ("util_high", "batch", "kv", "preempt", "gpu_mem"),
     "healthy": ("kv", "preempt", "waiting", "wcap", "util", "cpu"),
 }
 
@@ -296,7 +311,8 @@ def evidence_for(verdict: str, p: Point, t: Thresholds) -> tuple[list[Evidence],
 def _ordered(v: str, c: _Checks) -> list[Evidence]:
     if v == "node-fault":
         return c.ordered(tuple(k for k in c.ev if k.startswith("fault")))
-    return c.ordered(_ORDER.get(v, ()))
+    drop = "util" if v == "compute-bound" else "util_high"
+    return [e for e in c.ordered(_ORDER.get(v, ())) if e is not c.ev.get(drop)]
 
 
 # -- hysteresis state machine ------------------------------------------------------------------
@@ -312,6 +328,8 @@ class _Tracker:
     """The verdict state machine of one replica, advanced one successful scrape at a time."""
 
     t: Thresholds
+    gap_s: float = 15.0  # a gap this long (and 3 scrape intervals) between successful scrapes
+    # is an outage: the verdict starts afresh
     tail: deque = field(default_factory=lambda: deque(maxlen=_TAIL))
     last_point: object = None  # the history's (ts, metrics) tuple last consumed (by identity)
     n: int = 0
@@ -324,6 +342,15 @@ class _Tracker:
 
     def advance(self, scrape, point_tuple) -> None:
         ts, m = point_tuple
+        prev = self.tail[-1] if self.tail else None
+        if prev is not None and ts <= prev.ts:
+            self.last_point = point_tuple  # a repeated sample (same scrape time): nothing new
+            return
+        if prev is not None and prev.dt and ts - prev.ts >= max(self.gap_s, 3 * prev.dt):
+            # back after an outage (often a restarted server): the old verdict and its `since`
+            # describe another process; judge afresh
+            self.tail.clear()
+            self.n, self.state, self.since, self.cand, self.cand_n = 0, "unknown", None, None, 0
         p = make_point(scrape, m, list(self.tail), self.t)
         self.tail.append(p)
         self.last_point = point_tuple
@@ -353,16 +380,15 @@ class _Tracker:
 # dropped that point is recomputed from what it retains. Bounded, least recently used out.
 _MEMO: "OrderedDict[int, _Tracker]" = OrderedDict()
 _MEMO_MAX = 4096
+_LOCK = threading.Lock()  # the refresh worker and a screen asking for triage may call at once
 
 
-def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
+def _tracker_locked(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     pts, scr = h.points, h.scrapes
     tr = _MEMO.get(id(h))
     start = 0
     if tr is not None and (tr.t is t or tr.t == t) and tr.last_point is not None:
         last_ts = tr.last_point[0]
-        if last_ts > now:
-            return _replay(h, now, t)  # asked about the past: recompute, leave the memo alone
         idx = None
         for i in range(len(pts) - 1, -1, -1):  # the last consumed point, searched from the right
             if pts[i] is tr.last_point:
@@ -371,13 +397,15 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
             if pts[i][0] < last_ts:
                 break
         if idx is None:
-            tr = None
+            tr = None  # another history had this id, or this one dropped the point: start over
+        elif last_ts > now:
+            return _replay(h, now, t)  # asked about the past: recompute, leave the memo alone
         else:
             start = idx + 1
     else:
         tr = None
     if tr is None:
-        tr, start = _Tracker(t), 0
+        tr, start = _Tracker(t, h.windows.stale_s), 0
     for i in range(start, len(pts)):
         if pts[i][0] > now:
             break
@@ -389,8 +417,29 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     return tr
 
 
+def export_state(h: ReplicaHistory) -> object | None:
+    """A copy of the verdict state machine kept for `h` (None when there is none), for tools
+    that clone a Monitor (replay seeking); give it to the clone's history with `import_state`."""
+    with _LOCK:
+        tr = _MEMO.get(id(h))
+        if tr is None or tr.last_point is None or not h.points or h.points[-1] is not tr.last_point:
+            return None
+        return replace(tr, tail=deque(tr.tail, maxlen=_TAIL))
+
+
+def import_state(h: ReplicaHistory, state: object | None) -> None:
+    """Adopt an exported state machine for `h`, a copy of the history it was exported from."""
+    if not isinstance(state, _Tracker) or not h.points or h.points[-1][0] != state.last_point[0]:
+        return
+    with _LOCK:
+        _MEMO[id(h)] = replace(state, tail=deque(state.tail, maxlen=_TAIL), last_point=h.points[-1])
+        _MEMO.move_to_end(id(h))
+        while len(_MEMO) > _MEMO_MAX:
+            _MEMO.popitem(last=False)
+
+
 def _replay(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
-    tr = _Tracker(t)
+    tr = _Tracker(t, h.windows.stale_s)
     for s, pt in zip(h.scrapes, h.points):
         if pt[0] > now:
             break
@@ -406,16 +455,18 @@ def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Find
         since = h.first_error_ts
         return Finding("down", (Evidence("scrape", err, None, "info", True, f"scrape failed: {err}"),),
                        since=since, summary=f"down: {err}")
-    tr = _tracker(h, now, t)
-    if tr.state == "unknown" or tr.last is None:
+    with _LOCK:  # read the tracker's state while no other thread advances it
+        tr = _tracker_locked(h, now, t)
+        state, since, last, n, cand_n = tr.state, tr.since, tr.last, tr.n, tr.cand_n
+        point = tr.tail[-1] if tr.tail else None
+    if state == "unknown" or last is None or point is None:
         need = max(t.min_points, 2)
-        have = min(tr.n, need)
-        return Finding("unknown", (), since=tr.since, summary=f"collecting ({have}/{need} scrapes)")
-    v, ev, miss = tr.last
-    if v != tr.state:
+        return Finding("unknown", (), since=since, summary=f"collecting ({min(n, need)}/{need} scrapes)")
+    v, ev, miss = last
+    if v != state:
         # held by hysteresis: show the held verdict's case as it stands now, and what is pending
-        ev, miss = evidence_for(tr.state, tr.tail[-1], t)
+        ev, miss = evidence_for(state, point, t)
         pend = Evidence("pending", v, t.sustain_points, "info", False,
-                        f"pending: {v} ({tr.cand_n}/{1 if v in _FAST else t.sustain_points} scrapes)")
+                        f"pending: {v} ({cand_n}/{1 if v in _FAST else t.sustain_points} scrapes)")
         ev = [*ev, pend]
-    return Finding(tr.state, tuple(ev), tr.since, tuple(miss), summary=SUMMARY.get(tr.state, tr.state))
+    return Finding(state, tuple(ev), since, tuple(miss), summary=SUMMARY.get(state, state))

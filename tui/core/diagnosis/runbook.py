@@ -24,7 +24,7 @@ from ..history import ReplicaHistory
 from ..model import Evidence, Finding
 from ..textsafe import clean
 from .capacity import CapacityPlan
-from .rules import cmp, diagnose, info, missing, node_fault_evidence
+from .rules import diagnose, info, missing, node_fault_evidence
 from .thresholds import Thresholds
 from .triage import _LOG_HARD, hist_between
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..model import EngineSample, GpuDevice, GpuSample, Histogram, PodInfo, Sample, Scrape
@@ -139,9 +139,8 @@ def generate(scn: Scenario, seed: int = 0, t0: float = 1_750_000_000.0) -> Itera
     the scenario's dialect; failed scrapes carry `error`."""
     rng = random.Random(f"{scn.name}:{seed}")
     c = _Counters(cpu=rng.uniform(50, 500))
-    ts, n = t0, 0
+    ts = t0
     down_since: float | None = None
-    last_label: str | None = None
     cache = {"block_size": "16", "num_gpu_blocks": "27000", "gpu_memory_utilization": "0.9"}
     if scn.max_num_seqs:
         cache["max_num_seqs"] = str(scn.max_num_seqs)
@@ -156,7 +155,6 @@ def generate(scn: Scenario, seed: int = 0, t0: float = 1_750_000_000.0) -> Itera
                 label = ph.label if ts - down_since >= scn.stale_s else None
                 yield Scrape(ts=ts, replica=scn.name, error=ph.down), label
                 ts += dt
-                n += 1
                 continue
             down_since = None
             # counters over the interval that ends now
@@ -223,16 +221,12 @@ def generate(scn: Scenario, seed: int = 0, t0: float = 1_750_000_000.0) -> Itera
             raw = render_sample(sample, scn.dialect)
             pod = PodInfo(namespace="inference", name=scn.name)
             yield Scrape(ts=ts, replica=scn.name, sample=sample, raw=raw, gpu=gpu, pod=pod), ph.label
-            last_label = ph.label
             ts += dt
-            n += 1
         phase_start = end
-    del last_label
 
 
 # -- the suite ---------------------------------------------------------------------------------
 
-HEALTHY = Phase("healthy", 120)
 
 
 def _pressure(d: float, **kw) -> Phase:
@@ -342,5 +336,92 @@ def suite(seed: int = 0) -> list[Scenario]:
     return out
 
 
-def with_dialect(scn: Scenario, dialect: str) -> Scenario:
-    return replace(scn, dialect=dialect, name=scn.name.rsplit(".", 1)[0] + "." + dialect)
+# -- traces: what the benchmark scores --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One replica's labelled scrapes, and the onsets (time, verdict) where its label changes."""
+
+    name: str
+    interval: float
+    rows: tuple[tuple[Scrape, str | None], ...]
+    onsets: tuple[tuple[float, str], ...]
+    source: str = "synthetic"  # or "sim"
+
+
+def synthetic_traces(seed: int = 0) -> list[Trace]:
+    out = []
+    for scn in suite(seed):
+        rows = tuple(generate(scn, seed))
+        out.append(Trace(scn.name, scn.interval, rows, tuple(scn.onsets(rows[0][0].ts)), "synthetic"))
+    return out
+
+
+# Simulator scenarios and the truth about each replica at a scrape, read from the model's
+# internal state (never from its metrics page): thrashing = the engine has started preempting;
+# capped = requests wait while `running` is at max-num-seqs; a throttled node = its fault.
+SIM_SCENARIOS = ("steady", "long-prompts", "burst", "compute-bound", "host-bound", "throttled-node")
+
+
+def _sim_label(scenario: str, replica, t_rel: float, state: dict) -> str | None:
+    if t_rel < 10.0:
+        return None  # engines warming up
+    engines = replica.engines
+    if replica.node.throttle_mask or replica.node.xid or replica.node.ecc_dbe:
+        return "node-fault"
+    if scenario == "long-prompts":
+        pre = sum(e.c.preemptions for e in engines)
+        if pre > 0 and "first_preempt" not in state:
+            state["first_preempt"] = t_rel
+        return "kv-pressure" if "first_preempt" in state else "healthy"
+    if scenario == "burst":
+        cap = replica.resolved.max_num_seqs
+        waiting = sum(e.num_waiting for e in engines)
+        at_cap = all(e.num_running >= cap - 1 for e in engines)
+        if waiting >= 3 and at_cap:
+            return "concurrency-capped"
+        return "healthy" if waiting == 0 else None  # a queue of 1-2 at the edges: not scored
+    if scenario in ("compute-bound", "host-bound"):
+        return scenario
+    return "healthy"
+
+
+def sim_traces(seed: int = 0, duration: float = 420.0, interval: float = 5.0, replicas: int = 3,
+               v0_replicas: int = 1) -> list[Trace]:
+    """Labelled traces from the simulated fleet (tui.core.sim): pages as its servers render them,
+    GPU data as its DCGM pages report it, parsed like a live scrape."""
+    from ..metrics.extract import parse_dcgm, parse_vllm, to_gpu, to_sample
+    from ..sim.exposition import PageRenderer, render_dcgm
+    from ..sim.fleet import SimFleet
+    from ..sim.replica import READY
+
+    out = []
+    t0 = 1_750_000_000.0
+    for scenario in SIM_SCENARIOS:
+        fleet = SimFleet(scenario, replicas=replicas, seed=seed, v0_replicas=v0_replicas, start_time=t0)
+        names = fleet.replica_names()
+        pages = {n: PageRenderer(fleet.replica(n)) for n in names}
+        rows: dict[str, list] = {n: [] for n in names}
+        state: dict[str, dict] = {n: {} for n in names}
+        t = 0.0
+        while t < duration - 1e-9:
+            fleet.advance(interval)
+            t += interval
+            for n in names:
+                r = fleet.replica(n)
+                if r.state != READY:
+                    rows[n].append((Scrape(ts=t0 + t, replica=n, error="HTTP 503"), None))
+                    continue
+                text = pages[n].render()
+                gpu = to_gpu(parse_dcgm(render_dcgm(r)))
+                s = Scrape(ts=t0 + t, replica=n, sample=to_sample(parse_vllm(text)), raw=text, gpu=gpu)
+                rows[n].append((s, _sim_label(scenario, r, t, state[n])))
+        for n in names:
+            onsets, prev = [], None
+            for s, label in rows[n]:
+                if label is not None and label != prev:
+                    onsets.append((s.ts, label))
+                    prev = label
+            out.append(Trace(f"sim:{scenario}:{n}", interval, tuple(rows[n]), tuple(onsets), "sim"))
+    return out

@@ -110,7 +110,9 @@ class Recorder:
     """
 
     def __init__(self, path: str, max_bytes: int = DEFAULT_MAX_BYTES, rotate: int = DEFAULT_ROTATE,
-                 compresslevel: int = 6) -> None:
+                 compresslevel: int = 1) -> None:
+        # gzip level 1: a refresh of 256 replicas (54 KB pages) takes ~55 ms to write instead of
+        # ~125 ms at level 6, for a file ~20 % larger
         if max_bytes <= 0:
             raise ValueError("max_bytes must be > 0")
         if rotate < 0:

@@ -14,8 +14,7 @@ import os
 import socket
 import ssl
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -102,9 +101,11 @@ class BearerToken:
         return self._value
 
 
-@dataclass(frozen=True, slots=True)
-class Series:
-    """One result series: its labels and its points (unix seconds, value); NaN kept as NaN."""
+class Series(NamedTuple):
+    """One result series: its labels and its points (unix seconds, value); NaN kept as NaN.
+
+    A NamedTuple, not a dataclass: a large fleet's answer holds tens of thousands of them.
+    """
 
     labels: dict[str, str]
     points: tuple[tuple[float, float], ...]
@@ -292,21 +293,25 @@ def series_from_data(data: dict[str, Any], expr: str = "") -> list[Series]:
     if not isinstance(result, list):
         raise SourceError("Prometheus answered without a result list")
     out: list[Series] = []
+    add = out.append
     if rtype == "vector":
         for r in result:
             try:
+                m = r["metric"]
                 ts, v = r["value"]
-                out.append(Series(r.get("metric") or {}, ((float(ts), float(v)),)))
+                if type(m) is dict:
+                    add(Series(m, ((float(ts), float(v)),)))
             except (KeyError, TypeError, ValueError):
                 continue  # one malformed element never spoils the rest
     elif rtype == "matrix":
         for r in result:
             try:
-                pts = tuple((float(ts), float(v)) for ts, v in r["values"])
+                m = r["metric"]
+                pts = tuple([(float(ts), float(v)) for ts, v in r["values"]])
             except (KeyError, TypeError, ValueError):
                 continue
-            if pts:
-                out.append(Series(r.get("metric") or {}, pts))
+            if pts and type(m) is dict:
+                add(Series(m, pts))
     elif rtype in ("scalar", "string"):
         raise SourceError(f"query returned a {rtype}, expected series: {clean(expr, 120)}")
     else:

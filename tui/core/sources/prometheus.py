@@ -42,6 +42,7 @@ from .text import clean
 __all__ = ["PrometheusSource", "add_arguments", "from_args", "GpuAllocation", "SourceError"]
 
 CACHE_CONFIG_EVERY_S = 300.0  # engine config labels change only on restart
+CONFIG_RETRY_S = 30.0  # sooner when a replica has none yet (new pod, or fetched before its first scrape)
 GONE_AFTER_S = 600.0  # stop reporting a vanished replica after this long
 
 
@@ -78,7 +79,8 @@ class PrometheusSource:
         self.warnings: tuple[str, ...] = ()  # partial failures of the last poll, for the header
         self._naming = Naming()
         self._configs: dict[Key, dict[str, str]] = {}
-        self._configs_at = -1e18
+        self._configs_tried_at = -1e18
+        self._configs_missing = False
         self._last_seen: dict[str, float] = {}  # replica -> last poll time it had series
         self._emitted: dict[str, float] = {}  # replica -> Prometheus scrape time last returned
         self.quantiles_every_s = quantiles_every_s
@@ -110,7 +112,9 @@ class PrometheusSource:
         t0 = time.perf_counter()
         at = self.clock()
         q = self.queries
-        want_configs = at - self._configs_at >= CACHE_CONFIG_EVERY_S
+        want_configs = at - self._configs_tried_at >= CACHE_CONFIG_EVERY_S or (
+            self._configs_missing and at - self._configs_tried_at >= CONFIG_RETRY_S
+        )
         self._start_quantiles(at)
         jobs = [
             self.client.query(q.scalars, at),
@@ -129,13 +133,15 @@ class PrometheusSource:
             warnings.append(f"rates unavailable: {clean(str(rates))}")
         else:
             derived_series.extend(rates)
+        if want_configs:
+            self._configs_tried_at = at
         if isinstance(configs, BaseException):
             warnings.append(f"engine config unavailable: {clean(str(configs))}")
-        elif want_configs:
+        elif configs:
             self._configs = cache_configs(configs)
-            self._configs_at = at
 
         replicas = group_scalars(scalars)
+        self._configs_missing = any(k not in self._configs for k in replicas)  # new pods: fetch again soon
         derived, down = group_derived(derived_series)
         for key, vals in self._quantiles.items():
             derived.setdefault(key, {}).update(vals)

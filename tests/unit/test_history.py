@@ -1,0 +1,68 @@
+"""ReplicaHistory: rates across counter resets, windowed quantiles, states, bounded memory."""
+
+from __future__ import annotations
+
+from tui.core.history import ReplicaHistory, Windows, counter_delta
+from tui.core.model import DOWN, OK, STALE, EngineSample, Histogram, Sample, Scrape
+
+BOUNDS = (0.1, 0.5, 1.0, float("inf"))
+
+
+def sample(preempt: float, ttft_counts: tuple[float, ...], running: float = 10) -> Sample:
+    h = Histogram(BOUNDS, ttft_counts, 0.0, ttft_counts[-1])
+    return Sample(engines={"0": EngineSample({"preemptions": preempt, "running": running, "kv_usage": 0.5},
+                                             {"ttft": h})}, generation="v1")
+
+
+def test_counter_delta_handles_resets_and_gaps():
+    assert counter_delta([10, 15, 20]) == 10
+    assert counter_delta([10, 15, 3, 5]) == 5 + 3 + 2  # restart: 3 counted from zero
+    assert counter_delta([None, 4, None, 6]) == 2
+    assert counter_delta([7]) is None
+
+
+def test_rate_over_window_survives_a_restart():
+    h = ReplicaHistory("r", windows=Windows(rate_s=30))
+    for i, v in enumerate([0, 10, 20, 30, 2, 12]):  # server restarted between 30 and 2
+        h.add(Scrape(1000.0 + 5 * i, "r", sample(v, (0, 0, 0, 0))))
+    # window 30 s covers all six points: increase 10+10+10+2+10 = 42 over 25 s
+    assert abs(h.latest.preemptions_per_s - 42 / 25) < 1e-9
+
+
+def test_quantile_uses_only_observations_inside_the_window():
+    h = ReplicaHistory("r", windows=Windows(quantile_s=10))
+    # 100 slow requests long ago, then 100 fast ones inside the window
+    h.add(Scrape(0.0, "r", sample(0, (0, 0, 0, 0))))
+    h.add(Scrape(100.0, "r", sample(0, (0, 0, 100, 100))))  # all in (0.5, 1.0]
+    h.add(Scrape(105.0, "r", sample(0, (50, 50, 100, 100))))
+    h.add(Scrape(110.0, "r", sample(0, (100, 100, 150, 150))))
+    # window [100, 110]: 100 new observations, all <= 0.1
+    assert h.latest.ttft_p95_s is not None and h.latest.ttft_p95_s <= 0.1
+
+
+def test_states_ok_stale_down():
+    h = ReplicaHistory("r", windows=Windows(stale_s=15))
+    assert h.state(0) == DOWN  # never seen
+    h.add(Scrape(0.0, "r", sample(0, (0, 0, 0, 0))))
+    assert h.state(0) == OK
+    h.add(Scrape(5.0, "r", error="HTTP 500"))
+    assert h.state(5) == STALE
+    h.add(Scrape(25.0, "r", error="HTTP 500"))
+    assert h.state(25) == DOWN
+    h.add(Scrape(30.0, "r", sample(0, (0, 0, 0, 0))))
+    assert h.state(30) == OK
+
+
+def test_raw_pages_are_dropped_and_old_histograms_thinned():
+    h = ReplicaHistory("r", maxlen=400, windows=Windows(rate_s=30, quantile_s=60, hist_keep_every_s=60))
+    for i in range(300):  # 300 scrapes, 1 s apart
+        h.add(Scrape(float(i), "r", sample(i, (i, i, i, i)), raw="x" * 1000))
+    assert all(s.raw is None for s in h.scrapes)
+    with_hists = [s.ts for s in h.scrapes if s.sample.hist("ttft") is not None]
+    recent = [t for t in with_hists if t >= 299 - 65]
+    old = [t for t in with_hists if t < 299 - 65]
+    assert len(recent) >= 60  # the whole quantile window keeps its histograms
+    assert 2 <= len(old) <= 5  # older: about one per minute, as baselines
+    assert len(h.scrapes) == len(h.points)  # scrapes and derived points stay aligned
+    # the latest quantile still sees the full window
+    assert h.latest.ttft_p95_s is not None

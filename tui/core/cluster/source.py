@@ -1,0 +1,139 @@
+"""A metrics `Source` over a cluster: the pods come from a watch, the pages from each pod.
+
+`kvwatch -n NS [-l SEL] [--via proxy|direct]` polls this. Pods appear, restart and disappear as
+the watch reports them (each Scrape carries its PodInfo and owner as the group). Pages are read
+through the API server's pod proxy (works from a bastion outside the pod network) or, with
+`--via direct`, from the pod IPs by the same `DirectSource` that `--url` uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from typing import Callable
+
+from ..metrics.extract import parse_vllm, to_sample
+from ..metrics.parser import not_metrics_reason
+from ..model import PodInfo, Scrape
+from ..sources.direct import DirectSource, Target
+from .base import Cluster, ClusterError
+
+NOT_SERVING = frozenset({"Pending", "Unschedulable", "ContainerCreating", "PodInitializing", "Terminating", "Succeeded", "Failed"})
+
+
+class ClusterSource:
+    def __init__(
+        self,
+        cluster: Cluster,
+        *,
+        namespace: str | None = None,
+        selector: str | None = None,
+        timeout: float = 2.0,
+        clock: Callable[[], float] = time.time,
+        keep_raw: bool = True,
+        first_list_timeout: float = 10.0,
+    ) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+        self.selector = selector
+        self.timeout = timeout
+        self.clock = clock
+        self.keep_raw = keep_raw
+        self.first_list_timeout = first_list_timeout
+        self.pods: dict[str, PodInfo] = {}
+        self.last_error: str | None = None
+        self._removed: set[str] = set()
+        self._synced = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._direct: DirectSource | None = None
+        if getattr(cluster, "via", "proxy") == "direct":
+            self._direct = DirectSource([], timeout=timeout, clock=clock, keep_raw=keep_raw)
+
+    @property
+    def description(self) -> str:
+        where = "all namespaces" if getattr(self.cluster, "all_namespaces", False) and not self.namespace else (self.namespace or self.cluster.namespace or "")
+        via = getattr(self.cluster, "via", "")
+        text = f"{self.cluster.kind} {self.cluster.context}/{where}: {len(self.pods)} vLLM pods" + (f" via {via}" if via else "")
+        return text + (f" ({self.last_error})" if self.last_error else "")
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._watch())
+        try:
+            await asyncio.wait_for(self._synced.wait(), self.first_list_timeout)
+        except asyncio.TimeoutError:
+            pass  # poll() says why
+
+    async def _watch(self) -> None:
+        async for ev in self.cluster.watch_pods(self.namespace, self.selector):
+            if ev.type == "SYNC":
+                fresh = {p.name: p for p in ev.pods}
+                self._removed |= set(self.pods) - set(fresh)
+                self.pods = fresh
+                self.last_error = None
+                self._synced.set()
+            elif ev.type in ("ADDED", "MODIFIED") and ev.pod is not None:
+                self.pods[ev.pod.name] = ev.pod
+                self._removed.discard(ev.pod.name)
+            elif ev.type == "DELETED" and ev.pod is not None:
+                if self.pods.pop(ev.pod.name, None) is not None:
+                    self._removed.add(ev.pod.name)
+            elif ev.type == "ERROR":
+                self.last_error = ev.message
+
+    def take_removed(self) -> set[str]:
+        """Pods deleted since the last call (for `Monitor.forget`)."""
+        out, self._removed = self._removed, set()
+        return out
+
+    async def poll(self) -> list[Scrape]:
+        if not self._synced.is_set():
+            raise ClusterError("unreachable", f"no pod list from the cluster yet: {self.last_error or 'waiting for the API server'}")
+        ts = self.clock()
+        pods = list(self.pods.values())
+        idle = [p for p in pods if p.phase in NOT_SERVING or (self._direct is not None and not p.pod_ip)]
+        live = [p for p in pods if p not in idle]
+        out = [Scrape(ts=ts, replica=p.name, error=f"pod {p.phase or 'has no IP'}", pod=p, group=p.owner_name) for p in idle]
+        if self._direct is not None:
+            by_name = {p.name: p for p in live}
+            self._direct.set_targets(Target(p.name, self.cluster.metrics_url(p), group=p.owner_name) for p in live)
+            for s in await self._direct.poll():
+                out.append(replace(s, pod=by_name.get(s.replica), ts=ts))
+        else:
+            out.extend(await asyncio.gather(*(self._scrape(p, ts) for p in live)))
+        return out
+
+    async def _scrape(self, pod: PodInfo, ts: float) -> Scrape:
+        t0 = time.perf_counter()
+        base = {"ts": ts, "replica": pod.name, "pod": pod, "group": pod.owner_name}
+        try:
+            async with asyncio.timeout(self.timeout):
+                text = await self.cluster.fetch_metrics(pod, self.timeout)
+        except TimeoutError:
+            return Scrape(**base, error=f"timeout after {float(self.timeout)}s", latency_s=time.perf_counter() - t0)
+        except ClusterError as e:
+            return Scrape(**base, error=e.message, latency_s=time.perf_counter() - t0)
+        latency = time.perf_counter() - t0
+        reason = not_metrics_reason(text)
+        if reason is not None:
+            return Scrape(**base, error=reason, latency_s=latency)
+        try:
+            sample = to_sample(parse_vllm(text))
+        except Exception as e:  # noqa: BLE001 - one odd page must not stop the poll
+            return Scrape(**base, error=f"unreadable page ({type(e).__name__})", latency_s=latency)
+        raw = text if self.keep_raw else None
+        if not sample.engines:
+            return Scrape(**base, error="no vLLM metrics on page", raw=raw, latency_s=latency)
+        return Scrape(**base, sample=sample, raw=raw, latency_s=latency)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - closing
+                pass
+            self._task = None
+        if self._direct is not None:
+            await self._direct.close()

@@ -1,0 +1,100 @@
+"""Kubernetes live mode: `kvwatch [--context CTX] [-n NS | -A] [-l SEL] [--port 8000] [--via proxy|direct]`.
+
+The default source when no `--url` is given: kubeconfig (or the in-cluster service account) with
+the official client. Credentials come only from those files; nothing here reads them from argv
+or prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .core.config import Config
+
+
+def add_kube_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("kubernetes (the source when no --url is given)")
+    g.add_argument("--context", default=None, help="kube context (default: the kubeconfig's current one)")
+    g.add_argument("--kubeconfig", default=None, metavar="FILE",
+                   help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the pod's service account)")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument("-n", "--namespace", default=None, help="namespace to watch (default: the context's)")
+    where.add_argument("-A", "--all-namespaces", action="store_true", help="watch vLLM pods in every namespace")
+    g.add_argument("-l", "--selector", default=None,
+                   help="label selector of the vLLM pods (default: found by their container command/image)")
+    g.add_argument("--port", type=_port, default=None,
+                   help="metrics port in the pods (default 8000, or the container's own --port)")
+    g.add_argument("--via", choices=("proxy", "direct"), default="proxy",
+                   help="read /metrics through the API server's pod proxy (default; works from a bastion) "
+                        "or directly from the pod IPs")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (1-65535)")
+    return port
+
+
+def audit_path(cfg: Config) -> Path | None:
+    """The audit log file from the config (None: the XDG state default)."""
+    return Path(os.path.expanduser(cfg.audit_log)) if cfg.audit_log else None
+
+
+def kube_config_missing(kubeconfig: str | None) -> str | None:
+    """Why no cluster can be reached from here, or None when some config exists."""
+    if kubeconfig:
+        path = os.path.expanduser(kubeconfig)
+        return None if os.path.isfile(path) else f"--kubeconfig {kubeconfig}: no such file"
+    if os.environ.get("KUBECONFIG") or os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    if os.path.isfile(os.path.expanduser("~/.kube/config")):
+        return None
+    return ("nothing to watch: no --url, no kubeconfig ($KUBECONFIG, ~/.kube/config) and not inside a pod. "
+            "Give --url http://HOST:PORT, --kubeconfig FILE, or try the simulated fleet: kvwatch demo")
+
+
+def connect(args: argparse.Namespace, cfg: Config):
+    """A KubeCluster for the parsed options; ClusterError with a one-line message if not."""
+    from .core.cluster.audit import AuditLog
+    from .core.cluster.kube import KubeCluster
+
+    return KubeCluster.connect(
+        context=args.context,
+        kubeconfig=os.path.expanduser(args.kubeconfig) if args.kubeconfig else None,
+        namespace=args.namespace,
+        all_namespaces=bool(args.all_namespaces),
+        selector=args.selector,
+        port=args.port,
+        via=args.via,
+        readonly=bool(args.readonly),
+        policy_config=cfg,
+        audit=AuditLog(audit_path(cfg)),
+    )
+
+
+def run_kube(args: argparse.Namespace) -> int:
+    from .core.cluster.base import ClusterError
+    from .core.cluster.source import ClusterSource
+    from .launch import apply_config, run
+
+    cfg = apply_config(args)
+    why = kube_config_missing(args.kubeconfig)
+    if why:
+        print(f"kvwatch: {why}", file=sys.stderr)
+        return 2
+    try:
+        cluster = connect(args, cfg)
+    except ClusterError as e:
+        print(f"kvwatch: {e.message}", file=sys.stderr)
+        return 2
+    args.context = cluster.context  # the app's context profile (theme, read-only, production)
+    if cluster.readonly:
+        args.readonly = True
+    return run(args, ClusterSource(cluster, timeout=args.timeout))

@@ -1,0 +1,363 @@
+"""Edit the KV-relevant engine args of a replica's owner (runbook emergency-mitigation steps 2-4).
+
+One field per flag with the value the container runs with (or the engine default, as the
+placeholder), inline validation, the incident presets, and the exact diff of the container spec
+as you type. `ctrl+s` plans the change on the cluster (re-reading the Deployment, with the KV
+preflight), shows the confirm dialog, applies it (server-side dry run, then the patch) and goes
+straight to the rollout view. A refused patch (someone changed the Deployment) reloads the form
+with the new state.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.suggester import SuggestFromList
+from textual.widgets import Button, Footer, Input, Label, Static
+
+from tui.core.cluster import args as A
+from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo
+from tui.core.model import FleetState, ReplicaView
+from tui.core.textsafe import clean
+from widgets.diff_view import DiffView, notes_text
+from widgets.format import num, pct, rate
+
+# preset key -> (binding key, button label)
+PRESET_KEYS = (
+    ("seqs-25", "f2", "seqs -25%"),
+    ("seqs-50", "f3", "seqs -50%"),
+    ("gmu-0.7", "f4", "gpu-mem 0.7"),
+    ("gmu-0.6", "f5", "gpu-mem 0.6"),
+    ("batched-50", "f6", "batched /2"),
+)
+
+
+def _field_id(name: str) -> str:
+    return "f-" + name
+
+
+class EditArgsScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="edit_cancel"),
+        Binding("ctrl+s", "review", "Review & apply", id="edit_review"),
+        Binding("ctrl+u", "reset", "Reset", id="edit_reset"),
+        *(Binding(key, f"preset('{p}')", A.PRESETS[p], id=f"edit_preset_{p.replace('-', '_').replace('.', '')}")
+          for p, key, _ in PRESET_KEYS),
+    ]
+    DEFAULT_CSS = """
+    EditArgsScreen #edit-title { height: auto; padding: 0 1; background: $surface; }
+    EditArgsScreen #edit-main { height: 1fr; }
+    EditArgsScreen #edit-fields { width: 64; height: 1fr; padding: 0 1; }
+    EditArgsScreen #edit-side { width: 1fr; height: 1fr; padding: 0 1; }
+    EditArgsScreen .row { height: 1; }
+    EditArgsScreen .row Label { width: 26; }
+    EditArgsScreen .row Input { width: 16; height: 1; border: none; padding: 0; background: $boost; }
+    EditArgsScreen .row Input:focus { background: $accent 30%; }
+    EditArgsScreen .row Input.-invalid { background: $error 30%; }
+    EditArgsScreen .row .note { width: 1fr; color: $text-muted; padding: 0 0 0 1; }
+    EditArgsScreen .err { height: auto; color: $error; padding: 0 0 0 2; }
+    EditArgsScreen #edit-presets { height: auto; margin: 1 0 0 0; }
+    EditArgsScreen #edit-presets Button { margin: 0 1 0 0; min-width: 12; }
+    EditArgsScreen #edit-diff-box { height: 1fr; border: round $panel; }
+    EditArgsScreen #edit-notes { height: auto; }
+    EditArgsScreen #edit-actions { height: auto; align-horizontal: right; }
+    """
+
+    def __init__(self, cluster: Cluster, namespace: str, name: str, *, kind: str = "Deployment",
+                 replica: str | None = None, cache_config: Mapping[str, Any] | None = None,
+                 generation: str | None = None) -> None:
+        super().__init__()
+        self.cluster = cluster
+        self.namespace = namespace
+        self.name_ = name
+        self.kind = kind
+        self.replica = replica
+        self._cache_config = dict(cache_config) if cache_config is not None else None
+        self._generation = generation
+        self.info: DeploymentInfo | None = None
+        self.container: dict[str, Any] | None = None
+        self.cmd: A.VllmCommand | None = None
+        self.initial: dict[str, str] = {}  # field -> text the form started with
+        self.errors: dict[str, str] = {}
+        self.changes: dict[str, Any] = {}  # typed values that differ from the running ones
+        self.diff = ""
+        self.load_error: str | None = None
+        self.busy = False
+
+    # -- context from the live fleet ----------------------------------------------------------
+    def _view(self) -> ReplicaView | None:
+        state = getattr(self.app.monitor, "state", None)
+        if state is None or self.replica is None:
+            return None
+        return next((v for v in state.replicas if v.name == self.replica), None)
+
+    @property
+    def cache_config(self) -> Mapping[str, Any]:
+        if self._cache_config is not None:
+            return self._cache_config
+        v = self._view()
+        return dict(v.cache_config) if v is not None else {}
+
+    @property
+    def generation(self) -> str:
+        if self._generation:
+            return self._generation
+        v = self._view()
+        return "v0" if v is not None and v.generation == "v0" else "v1"
+
+    @property
+    def observed(self) -> dict[str, Any]:
+        return A.observed_from_cache_config(self.cache_config) if self.cache_config else {}
+
+    # -- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static(self._title(), id="edit-title")
+        with Horizontal(id="edit-main"):
+            with VerticalScroll(id="edit-fields"):
+                for name in A.EDITABLE:
+                    spec = A.SPECS[name]
+                    suggest = None
+                    if spec.kind == "bool":
+                        suggest = SuggestFromList(["true", "false"])
+                    elif spec.kind == "choice":
+                        suggest = SuggestFromList(list(spec.choices))
+                    with Horizontal(classes="row"):
+                        yield Label(f"--{name}")
+                        yield Input(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True)
+                        yield Static("", classes="note", id=f"n-{name}")
+                    yield Static("", classes="err", id=f"e-{name}")
+                with Horizontal(id="edit-presets"):
+                    for p, key, label in PRESET_KEYS:
+                        yield Button(f"{label} ({key})", id=f"preset-{p.replace('.', '_')}", compact=True)
+            with Vertical(id="edit-side"):
+                with VerticalScroll(id="edit-diff-box"):
+                    yield DiffView(self.app.palette() if hasattr(self.app, "palette") else None, id="edit-diff")
+                yield Static("", id="edit-notes")
+                with Horizontal(id="edit-actions"):
+                    yield Button("Cancel", id="edit-cancel", compact=True)
+                    yield Button("Review & apply (ctrl+s)", id="edit-apply", variant="warning", compact=True, disabled=True)
+        yield Footer()
+
+    def _title(self) -> Text:
+        t = Text(f"edit engine args · {self.kind.lower()}/{clean(self.name_)} -n {clean(self.namespace)}", style="bold")
+        t.append(f" · context {clean(self.cluster.context)}")
+        if self.cluster.production:
+            t.append("  PRODUCTION", style="bold reverse red")
+        v = self._view()
+        if v is not None:
+            m = v.metrics
+            t.append(f"\n{clean(v.name)}: {v.verdict}  KV {pct(m.kv_usage, 100)}  running {num(m.running)}  "
+                     f"waiting {num(m.waiting)}  preempt {rate(m.preemptions_per_s)}/s", style="dim")
+        if self.cmd is not None:
+            t.append(f"\ncontainer {clean(self.cmd.container)} · {clean(self.cmd.form)} · engine {self.cmd.generation}",
+                     style="dim")
+        return t
+
+    def on_mount(self) -> None:
+        self.query_one("#edit-diff", DiffView).show("reading the Deployment...")
+        self._load()
+
+    def show_state(self, state: FleetState) -> None:  # live replica numbers in the title
+        self.query_one("#edit-title", Static).update(self._title())
+
+    # -- loading ------------------------------------------------------------------------------
+    @work(exclusive=True, group="edit-load", exit_on_error=False)
+    async def _load(self, note: str | None = None) -> None:
+        try:
+            info = await self.cluster.get_deployment(self.namespace, self.name_, self.kind)
+            containers = [c.as_dict() for c in info.containers]
+            found = A.find_vllm_container(containers)
+            if found is None:
+                raise ClusterError("bad-input", f"{self.kind.lower()}/{self.name_} has no vLLM container")
+            container = dict(found[1])
+            cmd = A.parse_container(container, self.generation)
+        except ClusterError as e:
+            self.load_error = e.message
+        except A.ArgError as e:
+            self.load_error = str(e)
+        except Exception as e:  # noqa: BLE001 - the dashboard keeps running
+            self.load_error = f"unexpected error: {type(e).__name__}: {e}"
+        else:
+            self.load_error = None
+            self.info, self.container, self.cmd = info, container, cmd
+            self._fill()
+        if self.load_error:
+            self.query_one("#edit-diff", DiffView).show("")
+            self.query_one("#edit-notes", Static).update(notes_text("cannot edit", [self.load_error], "bold red", "x "))
+        elif note:
+            self.app.notify(clean(note), severity="warning", timeout=10, markup=False)
+        self.query_one("#edit-title", Static).update(self._title())
+
+    def _fill(self) -> None:
+        assert self.cmd is not None
+        self.initial = {}
+        for name in A.EDITABLE:
+            val = self.cmd.values.get(name)
+            box = self.query_one("#" + _field_id(name), Input)
+            text = "" if val is None or val.is_default else val.display()
+            self.initial[name] = text
+            box.value = text
+            box.disabled = False
+            default = A.eff_before(self.cmd, name, self.observed)
+            note = "default " + (A.format_value(default) if default is not None else "(model)")
+            box.placeholder = note if val is None or val.is_default else ""
+            if val is not None and not val.is_default:
+                note = f"{val.source}" + (f" ${clean(val.env_var)}" if val.env_var else "")
+                if default is not None:
+                    note += f" · default {A.format_value(A.default_for(name, self.cmd.generation))}"
+            elif self.observed.get(name) is not None:
+                note = f"engine reports {A.format_value(self.observed[name])}"
+            else:
+                note = clean(A.SPECS[name].note)[:60] or note
+            self.query_one(f"#n-{name}", Static).update(Text(note))
+        self.query_one("#" + _field_id(A.EDITABLE[0]), Input).focus()
+        self._revalidate()
+
+    # -- validation and the live diff -----------------------------------------------------------
+    def raw_changes(self) -> dict[str, str]:
+        out = {}
+        for name in A.EDITABLE:
+            box = self.query_one("#" + _field_id(name), Input)
+            if box.value.strip() != self.initial.get(name, ""):
+                out[name] = box.value.strip()
+        return out
+
+    def _revalidate(self) -> None:
+        if self.cmd is None or self.container is None:
+            return
+        raw = self.raw_changes()
+        cleared = [n for n, v in raw.items() if v == ""]
+        errors: dict[str, str] = {n: "empty: type a value (the engine default is not restored by clearing)"
+                                  for n in cleared}
+        raw = {n: v for n, v in raw.items() if v != ""}
+        v = A.validate(self.cmd, raw, self.observed)
+        errors.update(v.errors)
+        self.errors = errors
+        self.changes = dict(v.changes) if not errors else {}
+        notes: list[Text] = []
+        self.diff = ""
+        if self.changes:
+            try:
+                rw = A.rewrite_container(self.container, self.cmd, self.changes)
+                self.diff = A.args_diff(self.container, rw.container, f"{self.kind.lower()}/{self.name_}/{self.cmd.container}")
+                if rw.notes:
+                    notes.append(notes_text("notes", rw.notes, "dim"))
+            except A.ArgError as e:
+                errors["_"] = str(e)
+        for name in A.EDITABLE:
+            msg = errors.get(name, "")
+            self.query_one(f"#e-{name}", Static).update(Text(clean(msg)) if msg else "")
+            self.query_one(f"#e-{name}", Static).display = bool(msg)
+            self.query_one("#" + _field_id(name), Input).set_class(bool(msg), "-invalid")
+        if errors.get("_"):
+            notes.insert(0, notes_text("cannot rewrite the container", [errors["_"]], "bold red", "x "))
+        warnings = list(self.cmd.warnings) + list(v.warnings)
+        if warnings:
+            notes.append(notes_text("warnings", warnings, "yellow"))
+        self.query_one("#edit-diff", DiffView).show(self.diff if self.diff else ("fix the errors on the left" if errors else
+                                                                                   "no change yet: edit a field or press a preset"))
+        joined = Text()
+        for i, n in enumerate(notes):
+            if i:
+                joined.append("\n")
+            joined.append_text(n)
+        self.query_one("#edit-notes", Static).update(joined)
+        self.query_one("#edit-apply", Button).disabled = not (self.changes and not errors) or self.busy
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        if event.input.id and event.input.id.startswith("f-"):
+            self._revalidate()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.focus_next()
+
+    # -- presets ------------------------------------------------------------------------------
+    def action_preset(self, key: str) -> None:
+        if self.cmd is None:
+            return
+        try:
+            values = A.preset(self.cmd, key, self.observed)
+        except A.ArgError as e:
+            self.app.notify(clean(str(e)), title="preset", severity="error", timeout=5, markup=False)
+            return
+        for name, val in values.items():
+            self.query_one("#" + _field_id(name), Input).value = A.format_value(val)
+        self._revalidate()
+        self.app.notify(A.PRESETS[key], title="preset", timeout=2, markup=False)
+
+    @on(Button.Pressed)
+    def _button(self, event: Button.Pressed) -> None:
+        bid = event.button.id or ""
+        if bid.startswith("preset-"):
+            self.action_preset(bid[len("preset-"):].replace("_", "."))
+        elif bid == "edit-apply":
+            self.action_review()
+        elif bid == "edit-cancel":
+            self.action_cancel()
+
+    def action_reset(self) -> None:
+        for name in A.EDITABLE:
+            self.query_one("#" + _field_id(name), Input).value = self.initial.get(name, "")
+        self._revalidate()
+
+    def action_cancel(self) -> None:
+        if self.busy:
+            return
+        self.app.pop_screen()
+
+    # -- plan, confirm, apply, rollout ----------------------------------------------------------
+    def action_review(self) -> None:
+        if self.busy:
+            return
+        if self.errors:
+            self.app.notify("fix the fields marked in red first", severity="error", timeout=4)
+            return
+        if not self.changes:
+            self.app.notify("nothing to change yet", severity="warning", timeout=3)
+            return
+        self._apply()
+
+    @work(exclusive=True, group="edit-apply", exit_on_error=False)
+    async def _apply(self) -> None:
+        from .confirm import confirm_and_apply
+
+        self.busy = True
+        self.query_one("#edit-apply", Button).disabled = True
+        try:
+            try:
+                plan = await self.cluster.plan_edit_args(
+                    self.namespace, self.name_, self.raw_changes_typed(), kind=self.kind,
+                    container=self.cmd.container if self.cmd else None, cache_config=self.cache_config or None,
+                    generation=self.generation)
+            except ClusterError as e:
+                self.app.notify(clean(e.message), title="edit", severity="error", timeout=10, markup=False)
+                return
+            result = await confirm_and_apply(self, self.cluster, plan, "edit args")
+            if result is None:
+                return
+            if result.ok:
+                from .rollout import RolloutScreen
+
+                self.app.switch_screen(RolloutScreen(self.cluster, self.namespace, self.name_, kind=self.kind))
+                return
+            if (result.details or {}).get("kind") == "conflict":
+                cur = (result.details or {}).get("current_args")
+                note = "the Deployment changed since it was read: the form shows its new state"
+                if cur:
+                    note += "; now: " + " ".join(str(x) for x in cur)
+                self._load(note)
+        finally:
+            self.busy = False
+            self._revalidate()
+
+    def raw_changes_typed(self) -> dict[str, Any]:
+        """The validated change set (typed values), as the plan takes it."""
+        return dict(self.changes)

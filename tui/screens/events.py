@@ -1,0 +1,99 @@
+"""Events of a namespace, newest first (diagnostics step 6), refreshed every few seconds."""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from tui.core.cluster.base import Cluster, ClusterError, EventInfo
+from tui.core.textsafe import clean
+from widgets.format import ago
+
+
+def event_clock(cluster: Cluster) -> Callable[[], float]:
+    """What event times are measured against: the simulated clock in the demo, else wall time."""
+    return cluster.now if getattr(cluster, "fleet", None) is not None else time.time
+
+
+class EventsScreen(Screen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="events_back"),
+        Binding("ctrl+r", "reload", "Reload", id="events_reload"),
+        Binding("w", "toggle_warnings", "Warnings only", id="events_warnings"),
+    ]
+    DEFAULT_CSS = """
+    EventsScreen #events-title { height: 1; padding: 0 1; background: $surface; text-style: bold; }
+    EventsScreen DataTable { height: 1fr; }
+    """
+
+    def __init__(self, cluster: Cluster, namespace: str, *, interval: float = 5.0,
+                 clock: Callable[[], float] | None = None) -> None:
+        super().__init__()
+        self.cluster = cluster
+        self.namespace = namespace
+        self.interval = interval
+        self.clock = clock or event_clock(cluster)
+        self.events: list[EventInfo] = []
+        self.error: str | None = None
+        self.warnings_only = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="events-title")
+        table = DataTable(cursor_type="row", zebra_stripes=True, id="events-table")
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        for key, title, width in (("age", "AGE", 8), ("type", "TYPE", 8), ("reason", "REASON", 22),
+                                  ("object", "OBJECT", 34), ("count", "#", 4), ("message", "MESSAGE", None)):
+            table.add_column(title, key=key, width=width)
+        table.focus()
+        self.action_reload()
+        self.set_interval(self.interval, self.action_reload)
+
+    def action_reload(self) -> None:
+        self._load()
+
+    def action_toggle_warnings(self) -> None:
+        self.warnings_only = not self.warnings_only
+        self._draw()
+
+    @work(exclusive=True, group="events", exit_on_error=False)
+    async def _load(self) -> None:
+        try:
+            self.events = await self.cluster.events(self.namespace)
+            self.error = None
+        except ClusterError as e:
+            self.error = e.message
+        except Exception as e:  # noqa: BLE001
+            self.error = f"unexpected error: {type(e).__name__}: {e}"
+        self._draw()
+
+    def _draw(self) -> None:
+        rows = [e for e in self.events if not self.warnings_only or e.type == "Warning"]
+        title = Text(f"events -n {clean(self.namespace)}, newest first", style="bold")
+        title.append(f"  ·  {len(rows)} shown" + ("  ·  warnings only" if self.warnings_only else ""))
+        if self.error:
+            title.append("  ·  " + clean(self.error), style="red")
+        self.query_one("#events-title", Static).update(title)
+        table = self.query_one(DataTable)
+        table.clear()
+        now = self.clock()
+        for e in rows:
+            warn = e.type == "Warning"
+            table.add_row(
+                ago(now - e.ts) if e.ts is not None else "?",
+                Text(clean(e.type), style="bold yellow" if warn else ""),
+                Text(clean(e.reason), style="yellow" if warn else ""),
+                Text(clean(e.object)),
+                str(e.count),
+                Text(clean(e.message)),
+            )

@@ -1,0 +1,496 @@
+"""Mitigation keys of the fleet screen (k9s style): edit args, drain, rollout, restart, scale, roll
+back, logs, events and the `:` prompt.
+
+A key is bound only when it may be used: never in replay, never without a cluster, mutating keys
+never when read-only (`--readonly` or the context's profile), and never when RBAC (checked up
+front with SelfSubjectAccessReview) denies the verbs. `check_action` says so, so the footer and
+the help never lie; pressing a hidden key flashes why.
+
+Every action: key -> plan (reads only) -> confirm dialog with the exact change -> apply in a
+worker -> flash; the cluster core writes the audit line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from textual import work
+from textual.binding import Binding
+
+from tui.core.cluster.base import MUTATING_ACTIONS, Cluster, ClusterError, Permissions
+from tui.core.model import ReplicaView
+from tui.core.textsafe import clean
+
+# screen action -> (cluster action whose RBAC verbs it needs, or None for cluster reads)
+NEEDS: dict[str, str | None] = {
+    "edit_args": "edit",
+    "drain": "drain",
+    "rollout_status": None,
+    "rollout_restart": "restart",
+    "scale": "scale",
+    "rollback": "rollback",
+    "logs": "logs",
+    "events": "events",
+}
+
+MITIGATION_BINDINGS = [
+    Binding("e", "edit_args", "Edit args", id="edit_args"),
+    Binding("ctrl+d", "drain", "Drain", id="drain"),
+    Binding("z", "rollout_status", "Rollout", id="rollout_status"),
+    Binding("r", "rollout_restart", "Restart", show=False, id="rollout_restart"),
+    Binding("s", "scale", "Scale", show=False, id="scale"),
+    Binding("ctrl+l", "rollback", "Roll back", show=False, id="rollback"),
+    Binding("l", "logs", "Logs", id="logs"),
+    Binding("v", "events", "Events", show=False, id="events"),
+    Binding("colon", "command", "Command", id="command"),
+]
+KEY_OF = {b.action: b.key for b in MITIGATION_BINDINGS}
+ACTION_OF_KEY = {b.key: b.action for b in MITIGATION_BINDINGS}
+DESCRIPTION = {b.action: b.description for b in MITIGATION_BINDINGS}
+
+COMMANDS = ("ctx ", "ns ", "rollout ", "events", "q")
+
+
+def cluster_of(app: Any) -> Cluster | None:
+    """The cluster behind the app: its own, or the one its metrics source watches."""
+    c = getattr(app, "cluster", None)
+    if c is None:
+        c = getattr(getattr(getattr(app, "monitor", None), "source", None), "cluster", None)
+    return c if isinstance(c, Cluster) else None
+
+
+def app_mode(app: Any) -> str:
+    return getattr(app, "mode", "live") or "live"
+
+
+class Gate:
+    """Which mitigation keys may be used now, and why not. One per app (`gate_of`)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.perms: dict[str, Permissions] = {}
+        self.failed: dict[str, str] = {}  # namespace -> why the RBAC check failed
+        self._loading: set[str] = set()
+        self._cluster_id: int | None = None
+
+    def cluster(self) -> Cluster | None:
+        c = cluster_of(self.app)
+        if c is not None and id(c) != self._cluster_id:  # context / namespace switched
+            self._cluster_id = id(c)
+            self.perms.clear()
+            self.failed.clear()
+        return c
+
+    def namespace(self, view: ReplicaView | None = None) -> str:
+        if view is not None and view.pod is not None and view.pod.namespace:
+            return view.pod.namespace
+        c = self.cluster()
+        return (c.namespace if c is not None else None) or "default"
+
+    def readonly(self) -> bool:
+        c = self.cluster()
+        return bool(getattr(self.app, "readonly", False) or (c is not None and c.readonly))
+
+    def why_not(self, action: str, namespace: str | None = None) -> str | None:
+        """None when `action` (a key action of NEEDS) may be used; else the reason."""
+        if app_mode(self.app) == "replay":
+            return "replay: a recording has no cluster to act on"
+        c = self.cluster()
+        if c is None:
+            return "no cluster: kvwatch is watching endpoints given directly (use a kubeconfig, or kvwatch demo)"
+        need = NEEDS.get(action)
+        mutating = need in MUTATING_ACTIONS
+        if mutating and self.readonly():
+            return "read-only (--readonly, or the context is read-only in the config): nothing can be changed"
+        if need is None:
+            return None
+        ns = namespace or self.namespace()
+        perms = self.perms.get(ns)
+        if perms is None:
+            if ns in self.failed:
+                return f"RBAC check failed: {self.failed[ns]}" if mutating else None
+            return "checking RBAC permissions..." if mutating else None
+        p = perms.actions.get(need)
+        if p is not None and not p.allowed:
+            return clean(p.reason or f"RBAC does not allow {need}")
+        return None
+
+    async def load(self, namespace: str) -> bool:
+        """Ask the cluster what this user may do in `namespace`; True when it changed anything."""
+        c = self.cluster()
+        if c is None or namespace in self.perms or namespace in self._loading:
+            return False
+        self._loading.add(namespace)
+        try:
+            self.perms[namespace] = await c.permissions(namespace)
+            self.failed.pop(namespace, None)
+        except ClusterError as e:
+            self.failed[namespace] = e.message
+        except Exception as e:  # noqa: BLE001 - an RBAC check must not take the dashboard down
+            self.failed[namespace] = f"{type(e).__name__}: {e}"
+        finally:
+            self._loading.discard(namespace)
+        return True
+
+
+def gate_of(app: Any) -> Gate:
+    gate = getattr(app, "mitigation_gate", None)
+    if gate is None:
+        gate = Gate(app)
+        app.mitigation_gate = gate
+    return gate
+
+
+def live_load(monitor: Any, name: str):
+    """The drain's load callable: (running, waiting) of `name` from its latest good scrape, or
+    None when the replica's last scrape failed or it exposes neither."""
+
+    def load() -> tuple[float, float] | None:
+        h = monitor.histories.get(name)
+        if h is None or h.last_ok is None or h.last_error is not None:
+            return None
+        m = h.latest
+        if m.running is None or m.waiting is None:
+            return None
+        return (m.running, m.waiting)
+
+    return load
+
+
+class MitigationMixin:
+    """Mixed into FleetScreen (before Screen). Needs `selected_view()`-able FleetTable."""
+
+    # -- gate -----------------------------------------------------------------------------
+    @property
+    def gate(self) -> Gate:
+        return gate_of(self.app)
+
+    def selected_view(self) -> ReplicaView | None:
+        from widgets.fleet_table import FleetTable
+
+        table = self.query_one(FleetTable)
+        name = table.selected_name()
+        return table.views.get(name) if name else None
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in NEEDS:
+            return self.gate.why_not(action, self.gate.namespace(self.selected_view())) is None
+        return True
+
+    def hidden_keys(self) -> list[tuple[str, str, str]]:
+        """(key, description, why) of the mitigation keys not offered now (for the help)."""
+        ns = self.gate.namespace(self.selected_view())
+        out = []
+        for action in NEEDS:
+            why = self.gate.why_not(action, ns)
+            if why:
+                out.append((KEY_OF[action], DESCRIPTION[action], why))
+        return out
+
+    def on_mount(self) -> None:
+        self._check_permissions()
+
+    def on_data_table_row_highlighted(self) -> None:
+        ns = self.gate.namespace(self.selected_view())
+        if ns not in self.gate.perms and ns not in self.gate.failed:
+            self._check_permissions()
+        self.refresh_bindings()
+
+    def on_key(self, event: Any) -> None:
+        """A hidden mitigation key says why it is not offered, instead of doing nothing."""
+        action = ACTION_OF_KEY.get(event.key)
+        if action is None or action not in NEEDS:
+            return
+        why = self.gate.why_not(action, self.gate.namespace(self.selected_view()))
+        if why:
+            event.stop()
+            self.app.notify(f"{DESCRIPTION[action]}: {why}", severity="warning", timeout=5, markup=False)
+
+    @work(group="permissions", exit_on_error=False)
+    async def _check_permissions(self) -> None:
+        if self.gate.cluster() is None or app_mode(self.app) == "replay":
+            return
+        if await self.gate.load(self.gate.namespace(self.selected_view())):
+            self.refresh_bindings()
+
+    def recheck_permissions(self) -> None:
+        """After a context or namespace switch."""
+        self.gate.perms.clear()
+        self.gate.failed.clear()
+        self.refresh_bindings()
+        self._check_permissions()
+
+    # -- targets ----------------------------------------------------------------------------
+    def _pod_target(self) -> tuple[Cluster, ReplicaView] | None:
+        cluster = self.gate.cluster()
+        v = self.selected_view()
+        if cluster is None:
+            return None
+        if v is None:
+            self.app.notify("select a replica first", severity="warning", timeout=3)
+            return None
+        if v.pod is None:
+            self.app.notify(f"{clean(v.name)}: the cluster does not know this replica's pod", severity="warning",
+                            timeout=5, markup=False)
+            return None
+        return cluster, v
+
+    def _owner_target(self) -> tuple[Cluster, ReplicaView, str, str] | None:
+        t = self._pod_target()
+        if t is None:
+            return None
+        cluster, v = t
+        kind, name = v.pod.owner_kind, v.pod.owner_name
+        if kind not in ("Deployment", "StatefulSet") or not name:
+            what = f"a {kind}" if kind else "no owner"
+            self.app.notify(f"{clean(v.name)} has {clean(what)}: kvwatch acts on Deployments and StatefulSets",
+                            severity="warning", timeout=5, markup=False)
+            return None
+        return cluster, v, kind, name
+
+    def _error(self, title: str, e: BaseException) -> None:
+        msg = e.message if isinstance(e, ClusterError) else f"unexpected error: {type(e).__name__}: {e}"
+        self.app.notify(clean(msg), title=title, severity="error", timeout=10, markup=False)
+
+    # -- actions ----------------------------------------------------------------------------
+    def action_edit_args(self) -> None:
+        t = self._owner_target()
+        if t is None:
+            return
+        from .edit_args import EditArgsScreen
+
+        cluster, v, kind, name = t
+        self.app.push_screen(EditArgsScreen(cluster, v.pod.namespace, name, kind=kind, replica=v.name))
+
+    def action_rollout_status(self) -> None:
+        t = self._owner_target()
+        if t is not None:
+            self.open_rollout(t[0], t[1].pod.namespace, t[3], t[2])
+
+    def open_rollout(self, cluster: Cluster, namespace: str, name: str, kind: str = "Deployment") -> None:
+        from .rollout import RolloutScreen
+
+        self.app.push_screen(RolloutScreen(cluster, namespace, name, kind=kind))
+
+    def action_logs(self) -> None:
+        t = self._pod_target()
+        if t is not None:
+            from .logs import LogsScreen
+
+            self.app.push_screen(LogsScreen(t[0], t[1].pod.namespace, t[1].pod.name))
+
+    def action_events(self) -> None:
+        cluster = self.gate.cluster()
+        if cluster is not None:
+            from .events import EventsScreen
+
+            self.app.push_screen(EventsScreen(cluster, self.gate.namespace(self.selected_view())))
+
+    def action_drain(self) -> None:
+        t = self._pod_target()
+        if t is not None:
+            self._drain(*t)
+
+    def action_rollout_restart(self) -> None:
+        t = self._owner_target()
+        if t is not None:
+            cluster, v, kind, name = t
+            self._plan_confirm_apply("rollout restart", cluster, cluster.plan_restart(v.pod.namespace, name, kind),
+                                     rollout=(v.pod.namespace, name, kind))
+
+    def action_rollback(self) -> None:
+        t = self._owner_target()
+        if t is not None:
+            cluster, v, kind, name = t
+            self._plan_confirm_apply("roll back", cluster, cluster.plan_rollback(v.pod.namespace, name, kind),
+                                     rollout=(v.pod.namespace, name, kind))
+
+    def action_scale(self) -> None:
+        t = self._owner_target()
+        if t is not None:
+            self._scale(*t)
+
+    def action_command(self) -> None:
+        self._command()
+
+    # -- workers ----------------------------------------------------------------------------
+    @work(group="mitigation", exit_on_error=False)
+    async def _plan_confirm_apply(self, title: str, cluster: Cluster, plan_coro, rollout: tuple | None = None) -> None:
+        from .confirm import confirm_and_apply
+
+        try:
+            plan = await plan_coro
+        except Exception as e:  # noqa: BLE001 - reads raise ClusterError; anything else is reported too
+            self._error(title, e)
+            return
+        result = await confirm_and_apply(self, cluster, plan, title)
+        if result is not None and result.ok and rollout is not None:
+            self.open_rollout(cluster, *rollout)
+
+    @work(group="mitigation", exit_on_error=False)
+    async def _scale(self, cluster: Cluster, v: ReplicaView, kind: str, name: str) -> None:
+        from .prompt import PromptScreen
+
+        ns = v.pod.namespace
+        try:
+            info = await cluster.get_deployment(ns, name, kind)
+        except Exception as e:  # noqa: BLE001
+            self._error("scale", e)
+            return
+        answer = await self.app.push_screen_wait(PromptScreen(
+            f"scale {kind.lower()}/{name} -n {ns}: replicas (now {info.replicas})", placeholder=str(info.replicas)))
+        if answer is None or not answer.strip():
+            return
+        try:
+            replicas = int(answer.strip())
+        except ValueError:
+            self.app.notify(f"scale: {clean(answer)!r} is not a whole number", severity="error", timeout=5, markup=False)
+            return
+        self._plan_confirm_apply("scale", cluster, cluster.plan_scale(ns, name, replicas, kind), rollout=(ns, name, kind))
+
+    @work(group="mitigation", exit_on_error=False)
+    async def _drain(self, cluster: Cluster, v: ReplicaView) -> None:
+        from .confirm import ConfirmScreen
+        from .drain import DrainScreen
+
+        ns, pod = v.pod.namespace, v.pod.name
+        try:
+            plan = await cluster.plan_drain(ns, pod)
+        except Exception as e:  # noqa: BLE001
+            self._error("drain", e)
+            return
+        dialog = ConfirmScreen(plan, production=cluster.production)
+        if not await self.app.push_screen_wait(dialog):
+            self.app.notify("drain: cancelled, nothing was sent", timeout=3)
+            return
+        self.app.push_screen(DrainScreen(cluster, plan, live_load(self.app.monitor, pod), typed_name=dialog.typed_name))
+
+    @work(group="command", exit_on_error=False)
+    async def _command(self) -> None:
+        from .prompt import PromptScreen
+
+        suggestions = list(COMMANDS)
+        cluster = self.gate.cluster()
+        if cluster is not None:
+            try:
+                async with asyncio.timeout(2.0):
+                    suggestions += [f"ctx {c.name}" for c in await cluster.list_contexts()]
+                    ns = self.gate.namespace(self.selected_view())
+                    suggestions += [f"rollout {d.name}" for d in await cluster.list_deployments(ns)]
+            except Exception:  # noqa: BLE001 - suggestions are a nicety
+                pass
+        line = await self.app.push_screen_wait(PromptScreen(
+            ":", placeholder="ctx NAME · ns NAME · rollout DEPLOYMENT · events · q", suggestions=suggestions))
+        if line:
+            await self.run_command(line)
+
+    async def run_command(self, line: str) -> None:
+        """`:ctx NAME`, `:ns NAME`, `:rollout DP`, `:events`, `:q`."""
+        words = line.strip().lstrip(":").split()
+        if not words:
+            return
+        cmd, arg = words[0].lower(), (words[1] if len(words) > 1 else None)
+        if cmd in ("q", "q!", "quit"):
+            self.app.exit()
+            return
+        cluster = self.gate.cluster()
+        if cmd in ("events", "ev", "rollout", "ctx", "context", "ns", "namespace") and cluster is None:
+            self.app.notify(f":{cmd}: {self.gate.why_not('events')}", severity="warning", timeout=5, markup=False)
+            return
+        if cmd in ("events", "ev"):
+            why = self.gate.why_not("events")
+            if why:
+                self.app.notify(f":events: {why}", severity="warning", timeout=5, markup=False)
+            else:
+                from .events import EventsScreen
+
+                self.app.push_screen(EventsScreen(cluster, arg or self.gate.namespace(self.selected_view())))
+        elif cmd == "rollout":
+            v = self.selected_view()
+            name = arg or (v.pod.owner_name if v is not None and v.pod is not None else None)
+            if not name:
+                self.app.notify(":rollout DEPLOYMENT (no replica selected)", severity="warning", timeout=4)
+                return
+            kind = v.pod.owner_kind if (v is not None and v.pod is not None and not arg and v.pod.owner_kind) else "Deployment"
+            self.open_rollout(cluster, self.gate.namespace(v), name, kind)
+        elif cmd in ("ctx", "context"):
+            await self._switch_context(cluster, arg)
+        elif cmd in ("ns", "namespace"):
+            await self._switch_namespace(cluster, arg)
+        else:
+            self.app.notify(f"unknown command :{clean(cmd)} (try :ctx, :ns, :rollout, :events, :q)",
+                            severity="warning", timeout=5, markup=False)
+
+    async def _switch_context(self, cluster: Cluster, name: str | None) -> None:
+        try:
+            contexts = await cluster.list_contexts()
+        except Exception as e:  # noqa: BLE001
+            self._error(":ctx", e)
+            return
+        if not name:
+            listing = ", ".join(("*" if c.name == cluster.context else "") + c.name for c in contexts)
+            self.app.notify(clean(listing or "no contexts"), title="contexts", timeout=8, markup=False)
+            return
+        if name == cluster.context:
+            self.app.notify(f"already on context {clean(name)}", timeout=3, markup=False)
+            return
+        if name not in {c.name for c in contexts}:
+            self.app.notify(f":ctx: no context {clean(name)!r} (known: {clean(', '.join(c.name for c in contexts))})",
+                            severity="error", timeout=8, markup=False)
+            return
+        with_context = getattr(cluster, "with_context", None)
+        if with_context is None:
+            self.app.notify(f":ctx: the {cluster.kind} cluster has one context", severity="warning", timeout=5)
+            return
+        try:
+            new = await asyncio.to_thread(with_context, name)
+        except Exception as e:  # noqa: BLE001
+            self._error(":ctx", e)
+            return
+        await self._swap(new, f"context {name}")
+
+    async def _switch_namespace(self, cluster: Cluster, name: str | None) -> None:
+        if not name:
+            try:
+                names = await cluster.list_namespaces()
+            except Exception as e:  # noqa: BLE001
+                self._error(":ns", e)
+                return
+            self.app.notify(clean(", ".join(names) or "none"), title=f"namespaces (now {clean(cluster.namespace or '')})",
+                            timeout=8, markup=False)
+            return
+        with_namespace = getattr(cluster, "with_namespace", None)
+        if with_namespace is None:
+            if name == cluster.namespace:
+                self.app.notify(f"already on namespace {clean(name)}", timeout=3, markup=False)
+            else:
+                self.app.notify(f":ns: the {cluster.kind} cluster has one namespace: {clean(cluster.namespace or '')}",
+                                severity="warning", timeout=5, markup=False)
+            return
+        await self._swap(with_namespace(name), f"namespace {name}")
+
+    async def _swap(self, new: Cluster, what: str) -> None:
+        """Watch another context / namespace: a new source over `new`; old rows are forgotten."""
+        from tui.core.cluster.source import ClusterSource
+
+        app = self.app
+        old = app.monitor.source
+        src = ClusterSource(new, timeout=getattr(old, "timeout", 2.0))
+        app.notify(f"switching to {clean(what)}...", timeout=3, markup=False)
+        await src.start()
+        app.monitor.source = src
+        stale = set(app.monitor.histories)
+        app.monitor.forget(stale)
+        # a poll of the old source still in flight may re-add its rows once: forget them again
+        app.set_timer(getattr(app, "interval", 1.0) + src.timeout + 0.5,
+                      lambda: app.monitor.forget(stale - set(src.pods)))
+        try:
+            await old.close()
+        except Exception:  # noqa: BLE001 - the old watch is gone either way
+            pass
+        if hasattr(app, "apply_context"):
+            app.apply_context(new.context)
+        self.recheck_permissions()
+        app.notify(f"now watching {clean(new.context)}/{clean(new.namespace or '')}"
+                   + (f" ({clean(src.last_error)})" if src.last_error else ""), timeout=5, markup=False)

@@ -1,0 +1,46 @@
+"""A one-line prompt (the `:` command line, the scale count): returns the text, or None on esc."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
+from textual.widgets import Input, Static
+
+
+class PromptScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt_cancel")]
+    DEFAULT_CSS = """
+    PromptScreen { align: center bottom; }
+    PromptScreen > Horizontal { width: 100%; height: 3; dock: bottom; background: $surface;
+        border: round $primary; padding: 0 1; }
+    PromptScreen #prompt-title { width: auto; max-width: 60%; padding: 0 1 0 0; text-style: bold; }
+    PromptScreen Input { width: 1fr; border: none; height: 1; padding: 0; }
+    """
+
+    def __init__(self, title: str, *, placeholder: str = "", suggestions: list[str] | None = None,
+                 value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.placeholder = placeholder
+        self.suggestions = suggestions or []
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            yield Static(self.title_text, id="prompt-title", markup=False)
+            suggester = SuggestFromList(self.suggestions, case_sensitive=False) if self.suggestions else None
+            yield Input(self.value, placeholder=self.placeholder, suggester=suggester, id="prompt-input")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

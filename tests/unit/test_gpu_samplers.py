@@ -153,7 +153,7 @@ def test_nvml_unsupported_fields_are_none_and_old_drivers_use_the_throttle_call(
 def test_nvml_names_from_hostile_bytes_are_cleaned():
     lib = FakeNvml([h100(name=b"NVIDIA \x1b[2JH100", uuid=b"GPU-1")])
     (d,) = NvmlSampler(lib).devices()
-    assert d.name == "NVIDIA ?[2JH100" and d.uuid == "GPU-1"
+    assert d.name == "NVIDIA \\x1b[2JH100" and d.uuid == "GPU-1"
 
 
 # -- amdsmi ---------------------------------------------------------------------------------------

@@ -207,7 +207,7 @@ def test_hostile_label_values_are_cleaned_and_namespaces_disambiguated():
     naming = Naming()
     naming.observe(replicas)
     names = {s.replica: s.sample.value("kv_usage") for s in build_scrapes(1.0, replicas, {}, naming)}
-    assert names == {"x?[31m": 0.5, "a/same": 0.1, "b/same": 0.2, "10.0.0.9:8000": 0.3}
+    assert names == {"x\\x1b[31m": 0.5, "a/same": 0.1, "b/same": 0.2, "10.0.0.9:8000": 0.3}
 
 
 def test_nan_values_mean_no_data():

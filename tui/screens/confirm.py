@@ -30,7 +30,11 @@ def patch_text(plan: ActionPlan) -> Text:
         return Text()
     kind = {"json": "JSON Patch", "merge": "merge patch"}.get(plan.patch_type, "request")
     where = f"{plan.target.kind.lower()}s/{plan.target.name}" + (f"/{plan.subresource}" if plan.subresource else "")
-    lines = json.dumps(plan.patch, indent=1, default=str).splitlines()
+    if isinstance(plan.patch, list):  # JSON Patch: one operation per line
+        lines = ["[", *(" " + json.dumps(op, default=str) + ("," if i < len(plan.patch) - 1 else "")
+                        for i, op in enumerate(plan.patch)), "]"]
+    else:
+        lines = json.dumps(plan.patch, indent=1, default=str).splitlines()
     t = Text(f"{kind} sent to {clean(where)} (server-side dry run first):\n", style="bold")
     t.append(clean("\n".join(lines[:PATCH_LINES]), keep_newlines=True), style="dim")
     if len(lines) > PATCH_LINES:
@@ -63,7 +67,7 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen.-production #confirm-banner { background: $production-bg; color: $banner-fg; text-style: bold; }
     ConfirmScreen #confirm-title { height: auto; text-style: bold; margin: 1 0 0 0; }
     ConfirmScreen #confirm-body { height: auto; max-height: 22; border: round $panel; }
-    ConfirmScreen #confirm-body > Static { height: auto; }
+    ConfirmScreen #confirm-body > Static { height: auto; padding: 0 1; }
     ConfirmScreen #confirm-name { margin: 1 0 0 0; }
     ConfirmScreen #confirm-buttons { height: auto; align-horizontal: right; margin: 1 0 0 0; }
     ConfirmScreen Button { margin: 0 0 0 2; }

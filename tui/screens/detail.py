@@ -15,6 +15,8 @@ from tui.core.textsafe import clean
 from widgets.format import ago, asciify, num, pct, rate, secs
 from widgets.verdict import colour_var, label
 
+from .triage import OPEN_BINDINGS, open_diagnosis
+
 PLOT_POINTS = 300
 
 # (plot id, title, [(series attr, legend)], fixed y range or None)
@@ -71,6 +73,7 @@ class DetailScreen(Screen):
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back", id="back"),
         Binding("left_square_bracket", "app.pop_screen", "Back", show=False, id="back2"),
+        *OPEN_BINDINGS,  # t / g / c: triage, runbook, capacity of this replica (screens/triage.py)
     ]
     DEFAULT_CSS = """
     DetailScreen #evidence { height: auto; max-height: 14; padding: 0 1; background: $surface; }
@@ -92,6 +95,17 @@ class DetailScreen(Screen):
 
     def on_mount(self) -> None:
         self.show_state(self.app.monitor.state)
+
+    def action_triage(self) -> None:
+        open_diagnosis(self.app, self.replica, "triage")
+
+    def action_diagnosis(self, mode: str) -> None:
+        open_diagnosis(self.app, self.replica, mode)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "triage" and getattr(self.app, "mode", "live") == "replay":
+            return False  # `t` seeks in a replay (the app's key); `g` then `t` reaches the triage
+        return True
 
     def show_state(self, state: FleetState) -> None:
         view = next((r for r in state.replicas if r.name == self.replica), None)

@@ -25,6 +25,8 @@ from tui.core.model import FleetState
 from tui.core.textsafe import clean
 from widgets.format import num, pct
 
+from .events import event_clock
+
 MARK = {"running": ("…", "cyan"), "ok": ("✔", "green"), "warn": ("!", "yellow"), "failed": ("✗", "bold red"),
         "cancelled": ("■", "yellow")}
 
@@ -53,7 +55,7 @@ class DrainScreen(Screen):
     """
 
     def __init__(self, cluster: Cluster, plan: ActionPlan, load: LoadFn, *, typed_name: str | None = None,
-                 poll_s: float = 2.0, clock: Callable[[], float] = time.time, autostart: bool = True,
+                 poll_s: float = 2.0, clock: Callable[[], float] | None = None, autostart: bool = True,
                  drain_kw: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.cluster = cluster
@@ -61,7 +63,7 @@ class DrainScreen(Screen):
         self.load = load
         self.typed_name = typed_name
         self.poll_s = poll_s
-        self.clock = clock
+        self.clock = clock or event_clock(cluster)  # the simulated clock in the demo
         self.autostart = autostart
         self.drain_kw = drain_kw or {}
         self.cancel_event = asyncio.Event()
@@ -78,7 +80,7 @@ class DrainScreen(Screen):
     def compose(self) -> ComposeResult:
         t = Text(f"drain pod/{clean(self.pod)} -n {clean(self.plan.target.namespace)}", style="bold")
         t.append(f"  ·  context {clean(self.plan.context or self.cluster.context)}")
-        t.append("\n" + clean(self.plan.diff), style="dim")
+        t.append("\n" + clean(self.plan.diff, keep_newlines=True), style="dim")
         yield Static(t, id="drain-title")
         yield Static("", id="drain-load")
         with VerticalScroll(id="drain-body"):

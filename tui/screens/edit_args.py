@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Footer, Input, Label, Static
@@ -53,17 +53,17 @@ class EditArgsScreen(Screen):
     DEFAULT_CSS = """
     EditArgsScreen #edit-title { height: auto; padding: 0 1; background: $surface; }
     EditArgsScreen #edit-main { height: 1fr; }
-    EditArgsScreen #edit-fields { width: 64; height: 1fr; padding: 0 1; }
-    EditArgsScreen #edit-side { width: 1fr; height: 1fr; padding: 0 1; }
+    EditArgsScreen #edit-fields { width: 3fr; max-width: 96; height: 1fr; padding: 0 1; }
+    EditArgsScreen #edit-side { width: 2fr; height: 1fr; padding: 0 1; }
     EditArgsScreen .row { height: 1; }
     EditArgsScreen .row Label { width: 26; }
-    EditArgsScreen .row Input { width: 16; height: 1; border: none; padding: 0; background: $boost; }
-    EditArgsScreen .row Input:focus { background: $accent 30%; }
+    EditArgsScreen .row Input { width: 16; }
     EditArgsScreen .row Input.-invalid { background: $error 30%; }
-    EditArgsScreen .row .note { width: 1fr; color: $text-muted; padding: 0 0 0 1; }
+    EditArgsScreen .row .note { width: 1fr; height: 1; color: $text-muted; padding: 0 0 0 1; text-wrap: nowrap;
+        text-overflow: ellipsis; }
     EditArgsScreen .err { height: auto; color: $error; padding: 0 0 0 2; }
-    EditArgsScreen #edit-presets { height: auto; margin: 1 0 0 0; }
-    EditArgsScreen #edit-presets Button { margin: 0 1 0 0; min-width: 12; }
+    EditArgsScreen #edit-presets { height: auto; margin: 1 0 0 0; grid-size: 3; grid-gutter: 0 1; }
+    EditArgsScreen #edit-presets Button { width: 100%; }
     EditArgsScreen #edit-diff-box { height: 1fr; border: round $panel; }
     EditArgsScreen #edit-notes { height: auto; }
     EditArgsScreen #edit-actions { height: auto; align-horizontal: right; }
@@ -89,6 +89,7 @@ class EditArgsScreen(Screen):
         self.diff = ""
         self.load_error: str | None = None
         self.busy = False
+        self.done = False  # applied: the screen has been replaced by the rollout view
 
     # -- context from the live fleet ----------------------------------------------------------
     def _view(self) -> ReplicaView | None:
@@ -129,10 +130,10 @@ class EditArgsScreen(Screen):
                         suggest = SuggestFromList(list(spec.choices))
                     with Horizontal(classes="row"):
                         yield Label(f"--{name}")
-                        yield Input(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True)
+                        yield Input(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True)
                         yield Static("", classes="note", id=f"n-{name}")
                     yield Static("", classes="err", id=f"e-{name}")
-                with Horizontal(id="edit-presets"):
+                with Grid(id="edit-presets"):
                     for p, key, label in PRESET_KEYS:
                         yield Button(f"{label} ({key})", id=f"preset-{p.replace('.', '_')}", compact=True)
             with Vertical(id="edit-side"):
@@ -199,23 +200,21 @@ class EditArgsScreen(Screen):
         self.initial = {}
         for name in A.EDITABLE:
             val = self.cmd.values.get(name)
+            written = val is not None and not val.is_default
             box = self.query_one("#" + _field_id(name), Input)
-            text = "" if val is None or val.is_default else val.display()
-            self.initial[name] = text
-            box.value = text
+            self.initial[name] = val.display() if written else ""
+            box.value = self.initial[name]
+            default = A.eff_before(self.cmd, name, self.observed) if not written else None
+            shown = A.format_value(default) if default is not None else ("(model)" if name == "max-model-len" else "none")
+            box.placeholder = "" if written else "default " + shown
             box.disabled = False
-            default = A.eff_before(self.cmd, name, self.observed)
-            note = "default " + (A.format_value(default) if default is not None else "(model)")
-            box.placeholder = note if val is None or val.is_default else ""
-            if val is not None and not val.is_default:
-                note = f"{val.source}" + (f" ${clean(val.env_var)}" if val.env_var else "")
-                if default is not None:
-                    note += f" · default {A.format_value(A.default_for(name, self.cmd.generation))}"
+            if written:
+                note = "env $" + val.env_var if val.env_var else "set in the " + ("script" if self.cmd.form == "shell" else "args")
             elif self.observed.get(name) is not None:
-                note = f"engine reports {A.format_value(self.observed[name])}"
+                note = "not set; the engine reports " + A.format_value(self.observed[name])
             else:
-                note = clean(A.SPECS[name].note)[:60] or note
-            self.query_one(f"#n-{name}", Static).update(Text(note))
+                note = "not set; " + A.SPECS[name].note
+            self.query_one(f"#n-{name}", Static).update(Text(clean(note)))
         self.query_one("#" + _field_id(A.EDITABLE[0]), Input).focus()
         self._revalidate()
 
@@ -346,6 +345,7 @@ class EditArgsScreen(Screen):
             if result.ok:
                 from .rollout import RolloutScreen
 
+                self.done = True
                 self.app.switch_screen(RolloutScreen(self.cluster, self.namespace, self.name_, kind=self.kind))
                 return
             if (result.details or {}).get("kind") == "conflict":
@@ -356,7 +356,8 @@ class EditArgsScreen(Screen):
                 self._load(note)
         finally:
             self.busy = False
-            self._revalidate()
+            if not self.done:
+                self._revalidate()
 
     def raw_changes_typed(self) -> dict[str, Any]:
         """The validated change set (typed values), as the plan takes it."""

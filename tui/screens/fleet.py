@@ -18,6 +18,9 @@ from widgets.format import asciify
 from widgets.header import FleetHeader, PressureBanner
 from widgets.verdict import colour_var, label
 
+from .mitigation import MITIGATION_BINDINGS, MitigationMixin
+from .triage import OPEN_BINDINGS, open_diagnosis
+
 SORTS = {
     "severity": lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name),
     "kv": lambda v: (-(v.metrics.kv_usage or -1.0), v.name),
@@ -48,7 +51,7 @@ class SelectedStrip(Static):
     """
 
 
-class FleetScreen(Screen):
+class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/mitigation.py
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="filter"),
         Binding("escape", "clear_filter", "Clear", show=False, id="clear_filter"),
@@ -60,6 +63,8 @@ class FleetScreen(Screen):
         Binding("V", "sort('severity')", "Sort severity", show=False, id="sort_severity"),
         Binding("j", "cursor(1)", "Down", show=False, id="down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="up"),
+        *MITIGATION_BINDINGS,
+        *OPEN_BINDINGS,  # t / g / c: triage, runbook, capacity of the selected replica (screens/triage.py)
     ]
 
     def __init__(self) -> None:
@@ -215,3 +220,14 @@ class FleetScreen(Screen):
         from .detail import DetailScreen
 
         self.app.push_screen(DetailScreen(name))
+
+    def action_triage(self) -> None:
+        open_diagnosis(self.app, self.query_one(FleetTable).selected_name(), "triage")
+
+    def action_diagnosis(self, mode: str) -> None:
+        open_diagnosis(self.app, self.query_one(FleetTable).selected_name(), mode)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "triage" and getattr(self.app, "mode", "live") == "replay":
+            return False  # `t` seeks in a replay (the app's key); `g` then `t` reaches the triage
+        return super().check_action(action, parameters)

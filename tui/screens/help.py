@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -12,7 +13,8 @@ from textual.widgets import Static
 
 def _key_name(key: str) -> str:
     return {"question_mark": "?", "slash": "/", "left_square_bracket": "[", "escape": "esc",
-            "less_than_sign": "<", "greater_than_sign": ">", "space": "space"}.get(key, key)
+            "less_than_sign": "<", "greater_than_sign": ">", "space": "space",
+            "colon": ":"}.get(key, key)
 
 
 class HelpScreen(ModalScreen):
@@ -51,6 +53,14 @@ class HelpScreen(ModalScreen):
                 seen.add((keys, b.description))
                 self.rows.append((keys, b.description or b.action, where))
                 table.add_row(keys, b.description or b.action, where)
+        # keys not offered now, and why (read-only, RBAC, replay): the help explains, never lies
+        self.hidden: list[tuple[str, str, str]] = []
+        if under is not None and under is not self and hasattr(under, "hidden_keys"):
+            self.hidden = under.hidden_keys()
+        if self.hidden:
+            table.add_row("", Text("not available now", style="bold"), "")
+            for key, what, why in self.hidden:
+                table.add_row(Text(", ".join(_key_name(k) for k in key.split(",")), style="dim"), Text(f"{what}: {why}", style="dim"), "")
         with VerticalScroll():
             yield Static("[b]kvwatch keys[/b]  (esc closes)")
             yield Static(table)

@@ -39,7 +39,7 @@ class LogsScreen(Screen):
         Binding("ctrl+r", "reload", "Reload", id="logs_reload"),
     ]
     DEFAULT_CSS = """
-    LogsScreen #logs-title { height: 1; padding: 0 1; background: $surface; text-style: bold; }
+    LogsScreen #logs-title { height: auto; padding: 0 1; background: $surface; text-style: bold; }
     LogsScreen #logs-body { height: 1fr; padding: 0 1; }
     LogsScreen #logs-text { height: auto; }
     """

@@ -43,7 +43,7 @@ MITIGATION_BINDINGS = [
     Binding("ctrl+l", "rollback", "Roll back", show=False, id="rollback"),
     Binding("l", "logs", "Logs", id="logs"),
     Binding("v", "events", "Events", show=False, id="events"),
-    Binding("colon", "command", "Command", id="command"),
+    Binding("colon", "command", "Command", show=False, id="command"),
 ]
 KEY_OF = {b.action: b.key for b in MITIGATION_BINDINGS}
 ACTION_OF_KEY = {b.key: b.action for b in MITIGATION_BINDINGS}
@@ -181,11 +181,15 @@ class MitigationMixin:
     def hidden_keys(self) -> list[tuple[str, str, str]]:
         """(key, description, why) of the mitigation keys not offered now (for the help)."""
         ns = self.gate.namespace(self.selected_view())
-        out = []
+        by_reason: dict[str, list[str]] = {}
         for action in NEEDS:
             why = self.gate.why_not(action, ns)
             if why:
-                out.append((KEY_OF[action], DESCRIPTION[action], why))
+                by_reason.setdefault(why, []).append(action)
+        out = []
+        for why, actions in by_reason.items():
+            what = ", ".join(DESCRIPTION[a] for a in actions) if len(actions) <= 2 else "mitigation keys"
+            out.append((",".join(KEY_OF[a] for a in actions), what, why))
         return out
 
     def on_mount(self) -> None:

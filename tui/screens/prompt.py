@@ -18,7 +18,7 @@ class PromptScreen(ModalScreen[str | None]):
     PromptScreen > Horizontal { width: 100%; height: 3; dock: bottom; background: $surface;
         border: round $primary; padding: 0 1; }
     PromptScreen #prompt-title { width: auto; max-width: 60%; padding: 0 1 0 0; text-style: bold; }
-    PromptScreen Input { width: 1fr; border: none; height: 1; padding: 0; }
+    PromptScreen Input { width: 1fr; }
     """
 
     def __init__(self, title: str, *, placeholder: str = "", suggestions: list[str] | None = None,
@@ -33,7 +33,8 @@ class PromptScreen(ModalScreen[str | None]):
         with Horizontal():
             yield Static(self.title_text, id="prompt-title", markup=False)
             suggester = SuggestFromList(self.suggestions, case_sensitive=False) if self.suggestions else None
-            yield Input(self.value, placeholder=self.placeholder, suggester=suggester, id="prompt-input")
+            yield Input(self.value, placeholder=self.placeholder, suggester=suggester, id="prompt-input",
+                        compact=True)
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()

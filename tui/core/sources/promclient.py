@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from .base import SourceError
-from .text import clean
+from ..textsafe import clean
 
 __all__ = ["BearerToken", "PromClient", "Series", "SourceError", "describe_connect_error", "normalise_url", "series_from_data"]
 

@@ -37,7 +37,7 @@ from .prommap import (
     pod_labels,
 )
 from .promql import QUANTILE_GROUPS, QUANTILES, RATES, FleetQueries, parse_match, quantiles_query, rates_query
-from .text import clean
+from ..textsafe import clean
 
 __all__ = ["PrometheusSource", "add_arguments", "from_args", "GpuAllocation", "SourceError"]
 

@@ -17,7 +17,7 @@ from ..metrics.extract import V0_MARKERS, V1_MARKERS
 from ..model import EngineSample, GpuSample, PodInfo, Sample, Scrape
 from .promclient import Series
 from .promql import PROCESS_CPU, SAMPLE_TS, TAG, UP_DOWN
-from .text import clean
+from ..textsafe import clean
 
 # canonical name -> position of each exposed alias (lower wins), from names.SCALARS order
 _ALIAS: dict[str, tuple[str, int]] = {}

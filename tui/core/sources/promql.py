@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..metrics import names
 from .base import SourceError
-from .text import clean
+from ..textsafe import clean
 
 # Labels that identify a replica (pod, else the scrape target) and, within it, an engine.
 REPLICA_LABELS = ("namespace", "pod", "instance")

@@ -224,27 +224,21 @@ def _attrs(obj: Any) -> list[str]:
 
 
 def _trackers(mon: Monitor) -> dict[str, Any]:
-    """The diagnosis' per-history verdict state machines (memoised by history identity), so a
-    restored copy carries on from them instead of re-deriving them from the retained window."""
-    memo = getattr(_rules, "_MEMO", None)
-    if memo is None:
-        return {}
+    """The diagnosis' per-history verdict state machines, so a restored copy carries on from
+    them instead of re-deriving them from the retained window."""
     out = {}
     for name, h in mon.histories.items():
-        tr = memo.get(id(h))
-        if tr is not None:
-            out[name] = _clone(tr, 2)
+        state = _rules.export_state(h)
+        if state is not None:
+            out[name] = state
     return out
 
 
 def _install(mon: Monitor, trackers: dict[str, Any]) -> None:
-    memo = getattr(_rules, "_MEMO", None)
-    if memo is None:
-        return
-    for name, tr in trackers.items():
+    for name, state in trackers.items():
         h = mon.histories.get(name)
         if h is not None:
-            memo[id(h)] = _clone(tr, 2)
+            _rules.import_state(h, state)
 
 
 def clone_monitor(mon: Monitor) -> Monitor:

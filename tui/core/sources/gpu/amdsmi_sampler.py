@@ -12,7 +12,7 @@ import io
 from typing import Any
 
 from ...model import GpuDevice, GpuSample
-from ..text import clean
+from ...textsafe import clean
 from . import reasons
 from .errors import GpuUnavailable
 

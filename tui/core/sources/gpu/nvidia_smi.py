@@ -16,7 +16,7 @@ from typing import Awaitable, Callable, Sequence
 
 from ...metrics import names
 from ...model import GpuDevice, GpuSample
-from ..text import clean
+from ...textsafe import clean
 from .errors import GpuUnavailable
 
 FIELDS = (

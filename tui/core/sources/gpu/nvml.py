@@ -12,7 +12,7 @@ from typing import Any
 
 from ...metrics import names
 from ...model import GpuDevice, GpuSample
-from ..text import clean
+from ...textsafe import clean
 from .errors import GpuUnavailable
 
 # pynvml error class name -> what to tell the user.

@@ -1,0 +1,310 @@
+"""The triage report, the guided runbook and the capacity plan as rich Text.
+
+Plain functions of the core's reports (tui/core/diagnosis), so the screen and the tests draw the
+same thing. Every status is a symbol and a word (never colour alone); everything that came from
+the network or the cluster (log lines, events, revision names, errors) is escaped with `clean`
+and appended as literal Text, never parsed as markup.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Mapping
+
+from rich.text import Text
+
+from tui.core.diagnosis.capacity import CapacityPlan
+from tui.core.diagnosis.rules import SUMMARY
+from tui.core.diagnosis.runbook import Runbook, Step
+from tui.core.diagnosis.triage import BAD, MISSING, OK, WARN, TriageReport
+from tui.core.model import Evidence
+from tui.core.textsafe import clean
+from widgets.format import asciify
+from widgets.verdict import colour_var, label
+
+# triage item status -> (symbol, ascii symbol, word, palette variable)
+TRIAGE_MARK = {
+    OK: ("✔", "+", "pass", "success"),
+    WARN: ("!", "!", "warn", "warning"),
+    BAD: ("✗", "X", "fail", "error"),
+    MISSING: ("?", "?", "missing", "text-muted"),
+}
+
+# runbook step status -> (symbol, ascii, palette variable); the word is the status itself
+STEP_MARK = {
+    "yes": ("●", "*", "warning"),
+    "no": ("○", "o", "success"),
+    "unknown": ("?", "?", "text-muted"),
+    "todo": ("▶", ">", "warning"),
+    "done": ("✔", "+", "success"),
+    "skip": ("·", "-", "text-muted"),
+    "wait": ("…", "~", "text-muted"),
+    "met": ("✔", "+", "success"),
+    "not-met": ("✗", "X", "error"),
+}
+# questions whose "yes" is the healthy answer (the node is healthy)
+_YES_IS_GOOD = {"node"}
+
+BRANCH_TEXT = {
+    "divert": "node fault: divert to the thermal / GPU-fault runbook",
+    "oom": "OOM-crashing: a sizing failure, fix gpu-memory-utilization first",
+    "rollback": "deploy in the burn window: roll it back",
+    "mitigate": "steady preemption: mitigate step by step",
+    "verify": "mitigations applied: verify recovery",
+    "not-kv": "not KV pressure: the preemption-thrash runbook does not apply",
+}
+
+# What kvwatch says about a verdict the preemption-thrash flow does not cover, and the keys for it
+OTHER_REMEDY = {
+    "stalled": (("rollout_restart", "restart the workload (drain first if it still serves)"),
+                ("drain", "drain the wedged replica")),
+    "concurrency-capped": (("edit_args", "raise --max-num-seqs (KV has headroom)"), ("scale", "scale out")),
+    "compute-bound": (("scale", "scale out if latency is over the SLO"),),
+    "node-fault": (("drain", "drain the replica off this node"),),
+}
+
+KeyInfo = Callable[[str], "tuple[str | None, str | None]"]  # screen action -> (key, why not offered)
+
+
+def _style(pal: Mapping[str, str], var: str, extra: str = "") -> str:
+    colour = pal.get(var, "")
+    if not colour.startswith("#"):  # CSS-only values ("auto 60%") are no rich colour
+        colour = "dim" if var == "text-muted" else ""
+    return f"{extra} {colour}".strip()
+
+
+def _evidence_line(t: Text, e: Evidence, ascii: bool, indent: str = "    ") -> None:
+    if e.op == "missing":
+        t.append(f"{indent}? ", style="dim")
+        t.append(clean(e.text) + "\n", style="dim italic")
+        return
+    mark = ("+ " if ascii else "✔ ") if e.crossed else ("- " if ascii else "· ")
+    t.append(indent + mark, style="bold" if e.crossed else "dim")
+    t.append(clean(e.text) + "\n", style="bold" if e.crossed else "")
+
+
+# glyphs of these views that widgets.format.asciify does not know, one-for-one
+_ASCII_MORE = str.maketrans({"⚠": "!", "—": "-", "▶": ">", "✗": "X", "●": "*", "○": "o"})
+
+
+def _finish(t: Text, ascii: bool) -> Text:
+    t.rstrip()
+    if not ascii:
+        return t
+    plain = t.plain.translate(_ASCII_MORE)
+    t = Text(plain, style=t.style, spans=list(t.spans), no_wrap=t.no_wrap, overflow=t.overflow)
+    return asciify(t)
+
+
+def verdict_head(name: str, verdict: str, since: float | None, now: float, pal: Mapping[str, str],
+                 ascii: bool = False) -> Text:
+    from widgets.format import ago
+
+    t = Text()
+    t.append(label(verdict, ascii=ascii), style=f"bold {pal.get(colour_var(verdict), '')}")
+    t.append("  ")
+    t.append(clean(name), style="bold")
+    if since is not None:
+        t.append(f"  since {ago(now - since)} ago", style="dim")
+    return t
+
+
+# -- triage -----------------------------------------------------------------------------------
+
+
+def triage_text(r: TriageReport, pal: Mapping[str, str], ascii: bool = False) -> Text:
+    t = Text()
+    f = r.finding
+    t.append("Verdict ", style="bold")
+    t.append(label(f.verdict, ascii=ascii), style=f"bold {pal.get(colour_var(f.verdict), '')}")
+    if f.summary and f.summary != f.verdict:
+        t.append(": " + f.summary)
+    t.append("\n")
+    if r.stage:
+        t.append(r.stage + "\n", style=_style(pal, "error" if r.stage.startswith("end-stage") else "warning", "bold"))
+    if f.evidence:
+        t.append("Evidence for the verdict\n", style="bold")
+        for e in f.evidence:
+            _evidence_line(t, e, ascii, "  ")
+    t.append("Missing evidence: ", style="bold")
+    if r.missing:
+        t.append(" · ".join(clean(m) for m in r.missing) + "\n", style=_style(pal, "warning"))
+    else:
+        t.append("none: every step had data\n", style=_style(pal, "success"))
+    t.append("\nDiagnostics steps 2-8\n", style="bold underline")
+    for item in r.items:
+        sym, asym, word, var = TRIAGE_MARK.get(item.status, ("?", "?", item.status, "text-muted"))
+        t.append(f" {item.step} ", style="bold")
+        t.append(f"{asym if ascii else sym} {word:<7}", style=_style(pal, var, "bold"))
+        t.append(" " + item.title, style="bold")
+        t.append(": " + clean(item.summary) + "\n")
+        for e in item.evidence:
+            if e.op == "missing" and item.status == MISSING:
+                continue  # the summary already says what is missing
+            _evidence_line(t, e, ascii, "      ")
+        for d in item.details:
+            t.append("      │ " if not ascii else "      | ", style="dim")
+            t.append(clean(d) + "\n", style="dim")
+    return _finish(t, ascii)
+
+
+# -- runbook ----------------------------------------------------------------------------------
+
+SCREEN_ACTION = {  # runbook action id -> the mitigation key's screen action (tui/screens/mitigation.py)
+    "drain": "drain",
+    "edit:max_num_seqs": "edit_args",
+    "edit:gpu_memory_utilization": "edit_args",
+    "rollback": "rollback",
+    "scale": "scale",
+}
+
+
+def _suggest_text(suggest: Mapping[str, str]) -> str:
+    return ", ".join(f"{clean(k)}={clean(v)}" for k, v in suggest.items())
+
+
+def _key_text(t: Text, screen_action: str | None, label_: str, keyinfo: KeyInfo, pal: Mapping[str, str],
+              discouraged: bool, suggest: Mapping[str, str] | None = None) -> None:
+    if screen_action is None:
+        return
+    key, why = keyinfo(screen_action)
+    t.append("      ")
+    if discouraged:
+        t.append("⚠ DISCOURAGED", style=_style(pal, "error", "bold reverse"))
+        t.append(" the GPU is sick: tuning the server cannot fix it  ", style=_style(pal, "error", "bold"))
+        if key:
+            t.append(f"{key} {label_}", style="dim strike")
+        t.append("\n")
+        return
+    if key is None or why:
+        t.append(f"(no key: {label_}", style="dim")
+        t.append(f" — {clean(why)}" if why else "", style="dim")
+        t.append(")\n", style="dim")
+        return
+    t.append(f" {key} ", style=_style(pal, "accent", "bold reverse"))
+    t.append(f" {label_}", style="bold")
+    if suggest:
+        t.append(f"  (form pre-filled: {_suggest_text(suggest)})", style="dim")
+    t.append("\n")
+
+
+def runbook_text(rb: Runbook, keyinfo: KeyInfo, pal: Mapping[str, str], ascii: bool = False) -> Text:
+    t = Text()
+    t.append("Guided runbook: KV-cache preemption thrash\n", style="bold underline")
+    t.append("Branch: ", style="bold")
+    t.append(BRANCH_TEXT.get(rb.branch, rb.branch))
+    cur = rb.step(rb.current)
+    if cur is not None:
+        t.append("  ·  act on: ", style="bold")
+        t.append(cur.title, style=_style(pal, "accent", "bold"))
+    t.append("\n")
+    if rb.tuning_discouraged:
+        t.append(" ⚠ TUNING DISCOURAGED ", style=_style(pal, "error", "bold reverse"))
+        t.append(" the GPU is unhealthy: do not edit engine args; drain the replica off this node and follow the "
+                 "thermal / GPU-fault runbook\n", style=_style(pal, "error", "bold"))
+    verdict = rb.finding.verdict
+    if rb.branch == "not-kv" and verdict not in ("kv-pressure", "healthy", "unknown"):
+        t.append(f"The verdict is {verdict}: ", style="bold")
+        t.append(SUMMARY.get(verdict, verdict) + "\n")
+        for action, what in OTHER_REMEDY.get(verdict, ()):
+            _key_text(t, action, what, keyinfo, pal, False)
+    t.append("\n")
+    for n, s in enumerate(rb.steps, 1):
+        _step_text(t, n, s, s.id == rb.current, keyinfo, pal, ascii)
+    v = rb.verification
+    t.append("\n")
+    if v.confirmed:
+        when = time.strftime("%H:%M:%S", time.localtime(v.confirmed_at)) if v.confirmed_at else ""
+        t.append(f" RECOVERY CONFIRMED{' at ' + when if when else ''} ", style=_style(pal, "success", "bold reverse"))
+        t.append(" " + v.text, style=_style(pal, "success", "bold"))
+    elif v.met:
+        t.append(" RECOVERING ", style=_style(pal, "warning", "bold reverse"))
+        t.append(" " + v.text)
+    else:
+        t.append(" NOT RECOVERED ", style=_style(pal, "error", "bold reverse"))
+        t.append(" " + clean(v.text))
+    return _finish(t, ascii)
+
+
+def _step_text(t: Text, n: int, s: Step, current: bool, keyinfo: KeyInfo, pal: Mapping[str, str],
+               ascii: bool) -> None:
+    sym, asym, var = STEP_MARK.get(s.status, ("?", "?", "text-muted"))
+    if s.id in _YES_IS_GOOD:
+        var = {"yes": "success", "no": "error"}.get(s.status, var)
+    elif s.status == "no":
+        var = "success"
+    elif s.status == "yes":
+        var = "error"
+    pointer = (">" if ascii else "▶") if current else " "
+    t.append(f"{pointer}{n} ", style=_style(pal, "accent", "bold") if current else "bold")
+    t.append(f"{asym if ascii else sym} {s.status:<7}", style=_style(pal, var, "bold"))
+    t.append(" " + s.title, style="bold" if current else "")
+    t.append("\n      " + clean(s.answer) + "\n", style="" if s.status not in ("skip", "wait") else "dim")
+    shown = [e for e in s.evidence if not (s.id == "verify")]
+    for e in shown:
+        _evidence_line(t, e, ascii, "      ")
+    if s.id == "verify":
+        for e in s.evidence:
+            mark = ("+" if ascii else "✔") if e.value is True else (("X" if ascii else "✗") if e.value is False else "?")
+            style = _style(pal, "success") if e.value is True else (_style(pal, "error") if e.value is False else "dim")
+            t.append(f"      {mark} ", style=style)
+            t.append(clean(e.text) + "\n", style=style if e.value is not None else "dim italic")
+    if s.id == "deploy" and s.details:
+        t.append("      args diff of the rollout:\n", style="bold")
+        for d in s.details:
+            risky = "(" in d  # ArgChange.line adds "(why)" to the flags the runbook names
+            t.append("        " + clean(d) + "\n", style=_style(pal, "error", "bold") if risky else "")
+    else:
+        for d in s.details:
+            t.append("      │ " if not ascii else "      | ", style="dim")
+            t.append(clean(d) + "\n", style="dim")
+    if s.action:
+        _key_text(t, SCREEN_ACTION.get(s.action), s.action_label or s.action, keyinfo, pal, s.discouraged,
+                  s.suggest)
+
+
+# -- capacity ---------------------------------------------------------------------------------
+
+
+def _n(v: float | None, digits: int = 0) -> str:
+    if v is None:
+        return "unknown"
+    return f"{v:,.{digits}f}"
+
+
+def capacity_text(p: CapacityPlan, pal: Mapping[str, str], keyinfo: KeyInfo | None = None,
+                  ascii: bool = False) -> Text:
+    t = Text()
+    t.append("Capacity planner\n", style="bold underline")
+    rows = (
+        ("KV capacity", f"{_n(p.capacity_tokens)} tokens per engine" if p.capacity_tokens is not None else "unknown"),
+        ("source", p.source or "none"),
+        ("max concurrency", f"{p.max_concurrency:.2f}x at max-model-len "
+                            f"{_n(p.max_model_len) if p.max_model_len else '(as vLLM reports it)'}"
+         if p.max_concurrency is not None else "unknown (needs max-model-len or the kv_cache_max_concurrency label)"),
+        ("KV bytes per token", f"{_n(p.bytes_per_token)} B" if p.bytes_per_token else "not computed (no model architecture)"),
+        ("tokens per request", f"{_n(p.tokens_per_request)} (p95 prompt + p95 output)"
+         if p.tokens_per_request is not None else "unknown (no request-length histograms yet)"),
+        ("max-num-seqs", (f"suggested {p.suggested_max_num_seqs}" if p.suggested_max_num_seqs else "no suggestion")
+         + (f" (now {p.current_max_num_seqs})" if p.current_max_num_seqs else "")),
+    )
+    for k, v in rows:
+        t.append(f"  {k:<20}", style="bold")
+        style = ""
+        if k == "max-num-seqs" and p.suggested_max_num_seqs and p.current_max_num_seqs:
+            style = _style(pal, "error" if p.current_max_num_seqs > p.suggested_max_num_seqs else "success", "bold")
+        t.append(clean(v) + "\n", style=style)
+    t.append("\nThe arithmetic\n", style="bold")
+    if p.lines:
+        for line in p.lines:
+            t.append("  " + clean(line) + "\n")
+    else:
+        t.append("  nothing to compute with yet\n", style="dim")
+    if p.notes:
+        t.append("\nNotes\n", style="bold")
+        for note in p.notes:
+            t.append("  ! " + clean(note) + "\n", style=_style(pal, "warning"))
+    if p.suggest and keyinfo is not None:
+        t.append("\n")
+        _key_text(t, "edit_args", "edit engine args", keyinfo, pal, False, p.suggest)
+    return _finish(t, ascii)

@@ -1,0 +1,327 @@
+"""One replica's diagnosis: triage (diagnostics.md steps 2-8), the guided preemption-thrash
+runbook, and the capacity planner, as three views of one screen (`t`, `g`, `c`).
+
+The reports come from the core (tui/core/diagnosis) and are recomputed on every refresh from the
+replica's history, so every answer is live. What only the cluster knows (log lines, events,
+rollouts, the engine args, mitigations already applied) is fetched in a worker when the screen
+opens and every FETCH_EVERY_S after; without a cluster it is listed as missing evidence.
+
+The mitigation keys are the fleet screen's own (MitigationMixin, same gating: hidden when
+read-only, in replay, without a cluster or without RBAC), aimed at this replica; `e` opens the
+edit form pre-filled with the runbook's or the capacity planner's values.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from typing import Any, Mapping
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui.core.diagnosis.capacity import CapacityPlan, plan_for_history
+from tui.core.diagnosis.context import ClusterFacts, fetch_facts
+from tui.core.diagnosis.runbook import Runbook, _num, runbook
+from tui.core.diagnosis.triage import TriageReport, triage
+from tui.core.model import FleetState, ReplicaView
+from tui.core.textsafe import clean
+from widgets.format import ago, asciify
+
+from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
+from .help import _key_name
+from .mitigation import MITIGATION_BINDINGS, MitigationMixin, app_mode, cluster_of
+
+MODES = ("triage", "runbook", "capacity")
+MODE_TITLE = {"triage": "triage", "runbook": "runbook", "capacity": "capacity"}
+FETCH_EVERY_S = 30.0  # logs and events change slowly; a kube read every refresh would be waste
+ARM_S = 5.0  # a discouraged edit needs the key twice within this many seconds
+
+# the fleet screen's mitigation keys that make sense for one replica
+_KEEP = ("edit_args", "drain", "rollback", "scale", "rollout_restart", "rollout_status", "logs", "events")
+
+# Binding ids shared by this screen and the fleet and detail screens: remapping one remaps all.
+MODE_BINDINGS = [
+    Binding("t", "diagnosis('triage')", "Triage", id="triage"),
+    Binding("g", "diagnosis('runbook')", "Runbook", id="runbook"),
+    Binding("c", "diagnosis('capacity')", "Capacity", id="capacity"),
+]
+# On the fleet and detail screens `t` has its own action, so that a replay can hide it and let
+# the app's `t` (seek) through; `g` then `t` reaches the triage there.
+OPEN_BINDINGS = [
+    Binding("t", "triage", "Triage", id="triage"),
+    Binding("g", "diagnosis('runbook')", "Runbook", show=False, id="runbook"),
+    Binding("c", "diagnosis('capacity')", "Capacity", show=False, id="capacity"),
+]
+
+
+def open_diagnosis(app: Any, name: str | None, mode: str) -> None:
+    """Push the diagnosis screen for replica `name` (the fleet and detail screens' t / g / c)."""
+    if name is None:
+        app.notify("select a replica first", severity="warning", timeout=3)
+        return
+    app.push_screen(TriageScreen(name, mode))
+
+
+def edit_screen(cluster: Any, namespace: str, name: str, kind: str, replica: str,
+                suggest: Mapping[str, str]) -> Screen:
+    """The edit form for the replica's owner, its fields pre-filled with `suggest`."""
+    from .edit_args import EditArgsScreen
+
+    if "suggest" in inspect.signature(EditArgsScreen.__init__).parameters:
+        return EditArgsScreen(cluster, namespace, name, kind=kind, replica=replica, suggest=dict(suggest))
+    return _prefilled(EditArgsScreen)(cluster, namespace, name, kind=kind, replica=replica, suggest=suggest)
+
+
+def _prefilled(base: type) -> type:
+    """The edit form, plus: once it has read the Deployment, type the suggested values into their
+    fields the way its presets do (the form validates and diffs them; nothing is applied)."""
+
+    class PrefilledEditArgsScreen(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *a: Any, suggest: Mapping[str, str], **kw: Any) -> None:
+            super().__init__(*a, **kw)
+            self.suggest = dict(suggest)
+
+        def _fill(self) -> None:
+            super()._fill()
+            from textual.widgets import Input
+
+            from tui.core.cluster import args as A
+
+            from .edit_args import _field_id
+
+            done = []
+            for flag, value in self.suggest.items():
+                if flag not in A.EDITABLE:
+                    continue
+                box = self.query_one("#" + _field_id(flag), Input)
+                if box.value.strip() != value:
+                    box.value = value
+                    done.append(f"{flag}={value}")
+            self._revalidate()
+            if done:
+                self.app.notify("pre-filled: " + ", ".join(done) + " (review the diff, ctrl+s to apply)",
+                                title="suggested by kvwatch", timeout=6, markup=False)
+
+    return PrefilledEditArgsScreen
+
+
+class TriageScreen(MitigationMixin, Screen):
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back", id="back"),
+        *MODE_BINDINGS,
+        Binding("f", "fetch", "Fetch logs/events", show=False, id="triage_fetch"),
+        *[b for b in MITIGATION_BINDINGS if b.action in _KEEP],
+    ]
+    DEFAULT_CSS = """
+    TriageScreen #diag-head { height: auto; padding: 0 1; background: $surface; }
+    TriageScreen #diag-scroll { height: 1fr; }
+    TriageScreen #diag-body { height: auto; padding: 0 1; }
+    """
+
+    def __init__(self, name: str, mode: str = "triage") -> None:
+        super().__init__()
+        if mode not in MODES:
+            raise ValueError(f"unknown diagnosis view {mode!r} (known: {', '.join(MODES)})")
+        self.replica = name
+        self.mode = mode
+        self.facts = ClusterFacts()
+        self.fetch_note = ""  # why nothing was fetched, or that a fetch is running
+        self.fetching = False
+        self.report: TriageReport | None = None
+        self.book: Runbook | None = None
+        self.plan: CapacityPlan | None = None
+        self._armed_at = 0.0
+        self._body: Text | None = None
+        self._head: Text | None = None
+
+    # -- layout -----------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static("", id="diag-head")
+        with VerticalScroll(id="diag-scroll"):
+            yield Static("", id="diag-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        super().on_mount()  # RBAC check for the mitigation keys
+        self.query_one("#diag-scroll").focus()
+        self.show_state(self.app.monitor.state)
+        self.action_fetch()
+        self.set_interval(FETCH_EVERY_S, self.action_fetch)
+
+    # -- the replica --------------------------------------------------------------------------
+    def view(self) -> ReplicaView | None:
+        return next((r for r in self.app.monitor.state.replicas if r.name == self.replica), None)
+
+    def selected_view(self) -> ReplicaView | None:  # MitigationMixin: the keys act on this replica
+        return self.view()
+
+    # -- drawing ------------------------------------------------------------------------------
+    def show_state(self, state: FleetState) -> None:
+        pal = self.app.palette()
+        ascii = self.app.ascii
+        view = next((r for r in state.replicas if r.name == self.replica), None)
+        h = self.app.monitor.histories.get(self.replica)
+        if view is None or h is None:
+            self._paint(Text(f"{clean(self.replica)}: gone from the fleet (deleted or replaced pod)", style="bold"),
+                        Text("esc: back to the fleet", style="dim"))
+            return
+        body = self.compute(view, state.ts)
+        head = verdict_head(view.name, view.verdict, view.finding.since, state.ts, pal, ascii)
+        head.append("\n")
+        for m in MODES:
+            key = self._key_for(m)
+            active = m == self.mode
+            head.append(f" {key} {MODE_TITLE[m]} ", style=f"bold reverse {pal.get('accent', '')}" if active else "dim")
+            head.append(" ")
+        head.append("  ")
+        head.append_text(self._facts_line(state.ts))
+        if ascii:
+            head = asciify(head)
+        self._paint(head, body)
+
+    def compute(self, view: ReplicaView, now: float) -> Text:
+        """The active view's report, from the history up to `now` and the cluster facts."""
+        h = self.app.monitor.histories[self.replica]
+        t = self.app.monitor.thresholds
+        pal = self.app.palette()
+        f = self.facts
+        if self.mode == "triage":
+            self.report = triage(h, now, t, finding=view.finding, logs=f.logs, events=f.events)
+            return triage_text(self.report, pal, self.app.ascii)
+        self.plan = self._capacity(h)
+        if self.mode == "capacity":
+            return capacity_text(self.plan, pal, self.keyinfo, self.app.ascii)
+        self.book = runbook(h, now, t, finding=view.finding, rollouts=f.rollouts, applied=f.applied,
+                            capacity=self.plan, logs=f.logs, args=f.args)
+        return runbook_text(self.book, self.keyinfo, pal, self.app.ascii)
+
+    def _capacity(self, h) -> CapacityPlan:
+        args = self.facts.args or {}
+        mml = _num(args.get("max-model-len"))
+        mns = _num(args.get("max-num-seqs"))
+        return plan_for_history(h, t=self.app.monitor.thresholds, max_model_len=int(mml) if mml else None,
+                                current_max_num_seqs=int(mns) if mns else None)
+
+    def _paint(self, head: Text, body: Text) -> None:
+        if head != self._head:
+            self._head = head
+            self.query_one("#diag-head", Static).update(head)
+        if body != self._body:
+            self._body = body
+            self.query_one("#diag-body", Static).update(body)
+
+    def _facts_line(self, now: float) -> Text:
+        t = Text()
+        f = self.facts
+        if self.fetching:
+            t.append("cluster: fetching logs, events and rollouts...", style="dim italic")
+        elif f.fetched_at is None:
+            t.append(self.fetch_note or "cluster: not fetched yet", style="dim")
+        else:
+            parts = [f"logs {len(f.logs)} lines" if f.logs is not None else "logs -",
+                     f"events {len(f.events)}" if f.events is not None else "events -",
+                     f"rollouts {len(f.rollouts)}" if f.rollouts is not None else "rollouts -"]
+            t.append("cluster: " + " · ".join(parts) + f" · fetched {ago(now - f.fetched_at)} ago"
+                     f" ({self._key_for('fetch')}: again)", style="dim")
+            if f.problems:
+                t.append("\n  ! " + "; ".join(clean(p) for p in f.problems), style=self.app.palette().get("warning", ""))
+        return t
+
+    # -- keys ---------------------------------------------------------------------------------
+    def _key_for(self, action: str) -> str:
+        """The key bound to `action` here, after the user's remapping (config [keys])."""
+        keymap = getattr(self.app, "_keymap", {}) or {}
+        for b in self.BINDINGS:
+            if isinstance(b, Binding) and (b.action == action or b.action == f"diagnosis('{action}')"):
+                keys = keymap.get(b.id, b.key) if b.id else b.key
+                return ",".join(_key_name(k.strip()) for k in keys.split(","))
+        return "?"
+
+    def keyinfo(self, action: str) -> tuple[str | None, str | None]:
+        """(key, why it is not offered now) of a mitigation action, for the runbook's steps."""
+        key = self._key_for(action)
+        if key == "?":
+            return None, "no such key"
+        return key, self.gate.why_not(action, self.gate.namespace(self.view()))
+
+    def action_diagnosis(self, mode: str) -> None:
+        if mode in MODES and mode != self.mode:
+            self.mode = mode
+            self._body = None
+            self.show_state(self.app.monitor.state)
+            self.query_one("#diag-scroll", VerticalScroll).scroll_home(animate=False)
+
+    # -- cluster facts --------------------------------------------------------------------------
+    def action_fetch(self) -> None:
+        cluster = cluster_of(self.app)
+        view = self.view()
+        if app_mode(self.app) == "replay":
+            self.fetch_note = "replay: no cluster; logs, events and rollouts not fetched"
+        elif cluster is None:
+            self.fetch_note = "no cluster (endpoints watched directly): logs, events and rollouts not fetched"
+        elif view is None or view.pod is None:
+            self.fetch_note = "the cluster does not know this replica's pod: logs and events not fetched"
+        elif not self.fetching:
+            self.fetching = True
+            self._fetch(cluster, view.pod)
+        if not self.app.paused:
+            self.show_state(self.app.monitor.state)
+
+    @work(group="triage-fetch", exit_on_error=False)
+    async def _fetch(self, cluster, pod) -> None:
+        try:
+            facts = await fetch_facts(cluster, pod, now=self.app.monitor.state.ts)
+        except Exception as e:  # noqa: BLE001 - fetch_facts keeps per-read failures; this is a bug guard
+            facts = ClusterFacts(problems=(f"cluster: {type(e).__name__}: {clean(e)}",),
+                                 fetched_at=self.app.monitor.state.ts)
+        finally:
+            self.fetching = False
+        self.facts = facts
+        if self.is_attached and not self.app.paused:
+            self.show_state(self.app.monitor.state)
+
+    # -- edit, pre-filled -----------------------------------------------------------------------
+    def suggestion(self) -> dict[str, str]:
+        """What `e` pre-fills: the capacity planner's value in its view; else the runbook's
+        current edit step; else the first edit step still to do; else the planner's."""
+        view = self.view()
+        h = self.app.monitor.histories.get(self.replica)
+        if view is None or h is None:
+            return {}
+        now = self.app.monitor.state.ts
+        plan = self._capacity(h)
+        if self.mode == "capacity":
+            return dict(plan.suggest)
+        f = self.facts
+        rb = runbook(h, now, self.app.monitor.thresholds, finding=view.finding, rollouts=f.rollouts,
+                     applied=f.applied, capacity=plan, logs=f.logs, args=f.args)
+        cur = rb.step(rb.current)
+        if cur is not None and (cur.action or "").startswith("edit:") and cur.suggest:
+            return dict(cur.suggest)
+        todo = next((s for s in rb.steps if (s.action or "").startswith("edit:") and s.status == "todo"
+                     and s.suggest), None)
+        return dict(todo.suggest) if todo is not None else dict(plan.suggest)
+
+    def _discouraged(self) -> bool:
+        view = self.view()
+        return view is not None and view.verdict == "node-fault"
+
+    def action_edit_args(self) -> None:
+        t = self._owner_target()
+        if t is None:
+            return
+        if self._discouraged() and time.monotonic() - self._armed_at > ARM_S:
+            self._armed_at = time.monotonic()
+            self.app.notify("node-fault: the GPU is unhealthy and tuning the server cannot fix it; drain the replica "
+                            f"instead. Press {self._key_for('edit_args')} again to edit anyway.",
+                            title="tuning discouraged", severity="warning", timeout=ARM_S, markup=False)
+            return
+        self._armed_at = 0.0
+        cluster, v, kind, name = t
+        self.app.push_screen(edit_screen(cluster, v.pod.namespace, name, kind, v.name, self.suggestion()))

@@ -55,7 +55,7 @@ class KvwatchApp(App):
         Binding("less_than_sign", "replay_step(-1)", "Step back", id="replay_back"),
         Binding("greater_than_sign", "replay_step(1)", "Step", id="replay_forward"),
         Binding("n", "replay_next_change", "Next change", id="replay_next"),
-        Binding("t", "replay_seek", "Seek", id="replay_seek"),
+        Binding("T", "replay_seek", "Seek (time)", id="replay_seek"),
     ]
 
     def __init__(
@@ -94,6 +94,7 @@ class KvwatchApp(App):
         self._theme_name = theme or self.config.theme or DEFAULT_THEME
         self.last_error: str | None = None
         self.refreshes = 0
+        self.started_at = time.time()  # wall clock: mitigations in the audit log count from here (runbook)
         self.backfill_s: float | None = None  # sources with history (Prometheus) pre-draw this much
         self.bell_on = self.config.bell
         self.alerts: list[tuple[float, tuple[str, ...]]] = []  # (ts, replicas entering kv-pressure)

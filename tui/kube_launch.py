@@ -94,6 +94,10 @@ def run_kube(args: argparse.Namespace) -> int:
     except ClusterError as e:
         print(f"kvwatch: {e.message}", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001 - e.g. a kubeconfig that is not YAML; its text may hold secrets
+        where = args.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
+        print(f"kvwatch: cannot load Kubernetes config {where}: {type(e).__name__}", file=sys.stderr)
+        return 2
     args.context = cluster.context  # the app's context profile (theme, read-only, production)
     if cluster.readonly:
         args.readonly = True

@@ -54,6 +54,10 @@ class ScriptedSource:
             elif prof == "fault":
                 out.append(Scrape(self.t, name, page(0.4, 40, 0, 0, 2000.0 * n), gpu=gpu(90, 70, ["hw_thermal_slowdown"]),
                                   group="grp"))
+            elif prof == "capped":  # queue behind max-num-seqs with KV and GPU headroom
+                out.append(Scrape(self.t, name, page(0.45, 18, 20 + 4 * n, 0, 3000.0 * n), gpu=gpu(91, 40), group="grp"))
+            elif prof == "stalled":  # requests in flight, no token moves
+                out.append(Scrape(self.t, name, page(0.6, 20, 5, 0, 5000.0), gpu=gpu(90, 3), group="grp"))
             else:
                 out.append(Scrape(self.t, name, page(0.35, 40, 0, 0, 4000.0 * n), gpu=gpu(90, 70), group="grp"))
         return out

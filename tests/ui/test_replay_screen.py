@@ -89,7 +89,7 @@ async def test_seek_prompt_goes_to_a_time_and_explains_a_typo(log):
     src = app.monitor.source
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("greater_than_sign")
-        await pilot.press("t")
+        await pilot.press("T")
         await pilot.pause()
         assert isinstance(app.screen, SeekScreen)
         await pilot.press(*"later", "enter")
@@ -102,7 +102,7 @@ async def test_seek_prompt_goes_to_a_time_and_explains_a_typo(log):
         mid = src.start_ts + (src.end_ts - src.start_ts) / 2
         assert src.pos == src.index_at(mid) == 30
         assert fleet_json(app.monitor.state) == expected(log, 30)
-        await pilot.press("t", *"-100s", "enter")  # relative to here: 20 polls of 5 s back
+        await pilot.press("T", *"-100s", "enter")  # relative to here: 20 polls of 5 s back
         await pilot.pause()
         assert src.pos == 10
 

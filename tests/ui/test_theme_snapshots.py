@@ -48,7 +48,7 @@ async def _stepped(pilot):
 
 async def _seek(pilot):
     await _stepped(pilot)
-    await pilot.press("t")
+    await pilot.press("T")
     await pilot.pause()
     pilot.app.screen.query_one(Input).cursor_blink = False
     await pilot.press(*"+30s")

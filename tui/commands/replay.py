@@ -12,7 +12,7 @@ import sys
 
 from tui.core.config import DefaultStr
 
-KEYS = "keys: p pause/play · < > step one poll · t seek · n next verdict change · q quit"
+KEYS = "keys: p pause/play · < > step one poll · T seek to a time · n next verdict change · q quit"
 
 
 def register(sub) -> None:

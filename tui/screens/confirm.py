@@ -66,7 +66,7 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen #confirm-banner { height: auto; padding: 0 1; background: $primary-darken-2; color: $text; }
     ConfirmScreen.-production #confirm-banner { background: $production-bg; color: $banner-fg; text-style: bold; }
     ConfirmScreen #confirm-title { height: auto; text-style: bold; margin: 1 0 0 0; }
-    ConfirmScreen #confirm-body { height: auto; max-height: 22; border: round $panel; }
+    ConfirmScreen #confirm-body { height: auto; max-height: 45vh; border: round $panel; }
     ConfirmScreen #confirm-body > Static { height: auto; padding: 0 1; }
     ConfirmScreen #confirm-name { margin: 1 0 0 0; }
     ConfirmScreen #confirm-buttons { height: auto; align-horizontal: right; margin: 1 0 0 0; }

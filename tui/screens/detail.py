@@ -136,5 +136,8 @@ class DetailScreen(Screen):
                              marker="*" if self.app.ascii else "braille")
             if yr:
                 plt.ylim(*yr)
+            else:  # counts, rates and latencies are never negative: pin the floor at 0
+                top = max((getattr(m, a) or 0.0 for _, m in pts for a, _l in series), default=0.0)
+                plt.ylim(0.0, top * 1.1 if top > 0 else 1.0)
             plt.xlabel("seconds")
             plot.refresh()

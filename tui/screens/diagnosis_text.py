@@ -32,18 +32,16 @@ TRIAGE_MARK = {
 
 # runbook step status -> (symbol, ascii, palette variable); the word is the status itself
 STEP_MARK = {
-    "yes": ("●", "*", "warning"),
-    "no": ("○", "o", "success"),
     "unknown": ("?", "?", "text-muted"),
-    "todo": ("▶", ">", "warning"),
+    "todo": ("→", ">", "warning"),
     "done": ("✔", "+", "success"),
     "skip": ("·", "-", "text-muted"),
     "wait": ("…", "~", "text-muted"),
     "met": ("✔", "+", "success"),
     "not-met": ("✗", "X", "error"),
 }
-# questions whose "yes" is the healthy answer (the node is healthy)
-_YES_IS_GOOD = {"node"}
+# the answer to each question of the flow that means "all right, carry on"
+_GOOD_ANSWER = {"node": "yes", "oom": "no", "deploy": "no"}
 
 BRANCH_TEXT = {
     "divert": "node fault: divert to the thermal / GPU-fault runbook",
@@ -176,10 +174,11 @@ def _key_text(t: Text, screen_action: str | None, label_: str, keyinfo: KeyInfo,
             t.append(f"{key} {label_}", style="dim strike")
         t.append("\n")
         return
-    if key is None or why:
-        t.append(f"(no key: {label_}", style="dim")
-        t.append(f" — {clean(why)}" if why else "", style="dim")
-        t.append(")\n", style="dim")
+    if key is None:
+        t.append(f"(no key for {label_} yet)\n", style="dim")
+        return
+    if why:
+        t.append(f"{key} {label_}: not offered ({clean(why)})\n", style="dim")
         return
     t.append(f" {key} ", style=_style(pal, "accent", "bold reverse"))
     t.append(f" {label_}", style="bold")
@@ -188,13 +187,18 @@ def _key_text(t: Text, screen_action: str | None, label_: str, keyinfo: KeyInfo,
     t.append("\n")
 
 
-def runbook_text(rb: Runbook, keyinfo: KeyInfo, pal: Mapping[str, str], ascii: bool = False) -> Text:
+def runbook_text(rb: Runbook, keyinfo: KeyInfo, pal: Mapping[str, str], ascii: bool = False,
+                 kv_breached: bool = True) -> Text:
+    """`kv_breached`: KV hit the ceiling or preemptions happened in the retained history; when
+    not (and the verdict is another one) there is nothing for the verification step to verify."""
     t = Text()
+    verdict = rb.finding.verdict
+    idle = not kv_breached and verdict != "kv-pressure"
     t.append("Guided runbook: KV-cache preemption thrash\n", style="bold underline")
     t.append("Branch: ", style="bold")
-    t.append(BRANCH_TEXT.get(rb.branch, rb.branch))
+    t.append(BRANCH_TEXT["not-kv" if idle and rb.branch == "verify" else rb.branch])
     cur = rb.step(rb.current)
-    if cur is not None:
+    if cur is not None and not (idle and rb.current == "verify"):
         t.append("  ·  act on: ", style="bold")
         t.append(cur.title, style=_style(pal, "accent", "bold"))
     t.append("\n")
@@ -202,45 +206,65 @@ def runbook_text(rb: Runbook, keyinfo: KeyInfo, pal: Mapping[str, str], ascii: b
         t.append(" ⚠ TUNING DISCOURAGED ", style=_style(pal, "error", "bold reverse"))
         t.append(" the GPU is unhealthy: do not edit engine args; drain the replica off this node and follow the "
                  "thermal / GPU-fault runbook\n", style=_style(pal, "error", "bold"))
-    verdict = rb.finding.verdict
-    if rb.branch == "not-kv" and verdict not in ("kv-pressure", "healthy", "unknown"):
+    _recovery_text(t, rb, pal, idle)
+    # one reason shared by every key (no cluster, read-only, replay) is said once, not per step
+    whys = {keyinfo(SCREEN_ACTION[s.action])[1] for s in rb.steps if s.action in SCREEN_ACTION}
+    common = next(iter(whys)) if len(whys) == 1 else None
+    if common:
+        t.append("Mitigation keys not offered: ", style="bold")
+        t.append(clean(common) + "\n", style="dim")
+        inner = keyinfo
+        keyinfo = lambda a: (inner(a)[0], "see above" if inner(a)[1] == common else inner(a)[1])  # noqa: E731
+    if rb.branch != "divert" and verdict not in ("kv-pressure", "healthy", "unknown"):
         t.append(f"The verdict is {verdict}: ", style="bold")
         t.append(SUMMARY.get(verdict, verdict) + "\n")
         for action, what in OTHER_REMEDY.get(verdict, ()):
             _key_text(t, action, what, keyinfo, pal, False)
     t.append("\n")
     for n, s in enumerate(rb.steps, 1):
-        _step_text(t, n, s, s.id == rb.current, keyinfo, pal, ascii)
-    v = rb.verification
-    t.append("\n")
-    if v.confirmed:
-        when = time.strftime("%H:%M:%S", time.localtime(v.confirmed_at)) if v.confirmed_at else ""
-        t.append(f" RECOVERY CONFIRMED{' at ' + when if when else ''} ", style=_style(pal, "success", "bold reverse"))
-        t.append(" " + v.text, style=_style(pal, "success", "bold"))
-    elif v.met:
-        t.append(" RECOVERING ", style=_style(pal, "warning", "bold reverse"))
-        t.append(" " + v.text)
-    else:
-        t.append(" NOT RECOVERED ", style=_style(pal, "error", "bold reverse"))
-        t.append(" " + clean(v.text))
+        _step_text(t, n, s, s.id == rb.current, keyinfo, pal, ascii, idle and s.id == "verify")
     return _finish(t, ascii)
 
 
+def _recovery_text(t: Text, rb: Runbook, pal: Mapping[str, str], idle: bool) -> None:
+    """The verification step's outcome, on top: the one line an SRE waits for."""
+    v = rb.verification
+    t.append("Recovery: ", style="bold")
+    if idle:
+        t.append("no KV-pressure breach in the retained history: nothing to recover from\n", style="dim")
+        return
+    if v.confirmed:
+        when = time.strftime("%H:%M:%S", time.localtime(v.confirmed_at)) if v.confirmed_at else ""
+        t.append(f" RECOVERY CONFIRMED{' at ' + when if when else ''} ", style=_style(pal, "success", "bold reverse"))
+        t.append(" " + clean(v.text), style=_style(pal, "success", "bold"))
+    elif v.met:
+        t.append(" RECOVERING ", style=_style(pal, "warning", "bold reverse"))
+        t.append(" " + clean(v.text))
+    else:
+        t.append(" NOT RECOVERED ", style=_style(pal, "error", "bold reverse"))
+        t.append(" " + clean(v.text).removeprefix("not recovered: "))
+    t.append("\n")
+
+
 def _step_text(t: Text, n: int, s: Step, current: bool, keyinfo: KeyInfo, pal: Mapping[str, str],
-               ascii: bool) -> None:
+               ascii: bool, not_applicable: bool = False) -> None:
+    if not_applicable:
+        t.append(f" {n} ", style="bold")
+        t.append("· n/a    ", style="dim bold")
+        t.append(" " + s.title + "\n", style="dim")
+        t.append("      nothing to verify: no KV-pressure breach in the retained history\n", style="dim")
+        return
     sym, asym, var = STEP_MARK.get(s.status, ("?", "?", "text-muted"))
-    if s.id in _YES_IS_GOOD:
-        var = {"yes": "success", "no": "error"}.get(s.status, var)
-    elif s.status == "no":
-        var = "success"
-    elif s.status == "yes":
-        var = "error"
+    if s.id in _GOOD_ANSWER and s.status in ("yes", "no"):
+        good = s.status == _GOOD_ANSWER[s.id]
+        sym, asym, var = ("✔", "+", "success") if good else ("✗", "X", "error")
     pointer = (">" if ascii else "▶") if current else " "
     t.append(f"{pointer}{n} ", style=_style(pal, "accent", "bold") if current else "bold")
     t.append(f"{asym if ascii else sym} {s.status:<7}", style=_style(pal, var, "bold"))
     t.append(" " + s.title, style="bold" if current else "")
     t.append("\n      " + clean(s.answer) + "\n", style="" if s.status not in ("skip", "wait") else "dim")
-    shown = [e for e in s.evidence if not (s.id == "verify")]
+    # an unanswered question's answer already says what is missing
+    shown = [e for e in s.evidence if s.id != "verify" and not (s.status == "unknown" and e.op == "missing")]
     for e in shown:
         _evidence_line(t, e, ascii, "      ")
     if s.id == "verify":
@@ -254,13 +278,13 @@ def _step_text(t: Text, n: int, s: Step, current: bool, keyinfo: KeyInfo, pal: M
         for d in s.details:
             risky = "(" in d  # ArgChange.line adds "(why)" to the flags the runbook names
             t.append("        " + clean(d) + "\n", style=_style(pal, "error", "bold") if risky else "")
-    else:
+    elif s.status != "skip":  # a step not taken now keeps its workings (capacity lines) out of the way
         for d in s.details:
             t.append("      │ " if not ascii else "      | ", style="dim")
             t.append(clean(d) + "\n", style="dim")
     if s.action:
         _key_text(t, SCREEN_ACTION.get(s.action), s.action_label or s.action, keyinfo, pal, s.discouraged,
-                  s.suggest)
+                  s.suggest if (current or s.status in ("todo", "yes", "no")) else None)
 
 
 # -- capacity ---------------------------------------------------------------------------------

@@ -42,6 +42,8 @@ def step_line(clock_ts: float, st: DrainStep) -> Text:
 
 
 class DrainScreen(Screen):
+    POLL_S = 2.0  # seconds between checks of the spare and of the target's load
+
     BINDINGS = [
         Binding("c", "cancel_drain", "Cancel drain", id="drain_cancel"),
         Binding("u", "restore", "Restore replicas", id="drain_restore"),
@@ -55,14 +57,14 @@ class DrainScreen(Screen):
     """
 
     def __init__(self, cluster: Cluster, plan: ActionPlan, load: LoadFn, *, typed_name: str | None = None,
-                 poll_s: float = 2.0, clock: Callable[[], float] | None = None, autostart: bool = True,
+                 poll_s: float | None = None, clock: Callable[[], float] | None = None, autostart: bool = True,
                  drain_kw: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.cluster = cluster
         self.plan = plan
         self.load = load
         self.typed_name = typed_name
-        self.poll_s = poll_s
+        self.poll_s = poll_s if poll_s is not None else self.POLL_S
         self.clock = clock or event_clock(cluster)  # the simulated clock in the demo
         self.autostart = autostart
         self.drain_kw = drain_kw or {}

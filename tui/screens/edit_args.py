@@ -32,8 +32,8 @@ from widgets.format import num, pct, rate
 PRESET_KEYS = (
     ("seqs-25", "f2", "seqs -25%"),
     ("seqs-50", "f3", "seqs -50%"),
-    ("gmu-0.7", "f4", "gpu-mem 0.7"),
-    ("gmu-0.6", "f5", "gpu-mem 0.6"),
+    ("gmu-0.7", "f4", "gmu 0.7"),
+    ("gmu-0.6", "f5", "gmu 0.6"),
     ("batched-50", "f6", "batched /2"),
 )
 
@@ -46,8 +46,9 @@ class EditArgsScreen(Screen):
     BINDINGS = [
         Binding("escape", "cancel", "Cancel", id="edit_cancel"),
         Binding("ctrl+s", "review", "Review & apply", id="edit_review"),
-        Binding("ctrl+u", "reset", "Reset", id="edit_reset"),
-        *(Binding(key, f"preset('{p}')", A.PRESETS[p], id=f"edit_preset_{p.replace('-', '_').replace('.', '')}")
+        Binding("f7", "reset", "Reset", id="edit_reset"),  # ctrl+u belongs to Input
+        *(Binding(key, f"preset('{p}')", A.PRESETS[p], show=False,
+                  id=f"edit_preset_{p.replace('-', '_').replace('.', '')}")
           for p, key, _ in PRESET_KEYS),
     ]
     DEFAULT_CSS = """
@@ -135,7 +136,7 @@ class EditArgsScreen(Screen):
                     yield Static("", classes="err", id=f"e-{name}")
                 with Grid(id="edit-presets"):
                     for p, key, label in PRESET_KEYS:
-                        yield Button(f"{label} ({key})", id=f"preset-{p.replace('.', '_')}", compact=True)
+                        yield Button(f"{key} {label}", id=f"preset-{p.replace('.', '_')}", compact=True)
             with Vertical(id="edit-side"):
                 with VerticalScroll(id="edit-diff-box"):
                     yield DiffView(self.app.palette() if hasattr(self.app, "palette") else None, id="edit-diff")
@@ -290,7 +291,6 @@ class EditArgsScreen(Screen):
         for name, val in values.items():
             self.query_one("#" + _field_id(name), Input).value = A.format_value(val)
         self._revalidate()
-        self.app.notify(A.PRESETS[key], title="preset", timeout=2, markup=False)
 
     @on(Button.Pressed)
     def _button(self, event: Button.Pressed) -> None:

@@ -85,6 +85,7 @@ class EventsScreen(Screen):
             title.append("  ·  " + clean(self.error), style="red")
         self.query_one("#events-title", Static).update(title)
         table = self.query_one(DataTable)
+        row = table.cursor_row
         table.clear()
         now = self.clock()
         for e in rows:
@@ -97,3 +98,5 @@ class EventsScreen(Screen):
                 str(e.count),
                 Text(clean(e.message)),
             )
+        if rows:
+            table.move_cursor(row=min(row, len(rows) - 1))

@@ -47,7 +47,7 @@ class SelectedStrip(Static):
     """Two lines about the highlighted replica: verdict summary and its strongest evidence."""
 
     DEFAULT_CSS = """
-    SelectedStrip { height: 2; padding: 0 1; background: $surface; }
+    SelectedStrip { height: 2; padding: 0 1; background: $surface; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
 

@@ -116,10 +116,11 @@ class Gate:
             return clean(p.reason or f"RBAC does not allow {need}")
         return None
 
-    async def load(self, namespace: str) -> bool:
-        """Ask the cluster what this user may do in `namespace`; True when it changed anything."""
+    async def load(self, namespace: str, force: bool = False) -> bool:
+        """Ask the cluster what this user may do in `namespace`; True when it changed anything.
+        `force` asks again (RBAC changes, an API server that was unreachable comes back)."""
         c = self.cluster()
-        if c is None or namespace in self.perms or namespace in self._loading:
+        if c is None or (namespace in self.perms and not force) or namespace in self._loading:
             return False
         self._loading.add(namespace)
         try:
@@ -159,7 +160,8 @@ def live_load(monitor: Any, name: str):
 
 
 class MitigationMixin:
-    """Mixed into FleetScreen (before Screen). Needs `selected_view()`-able FleetTable."""
+    """Mixed into a Screen (before Screen): FleetScreen, TriageScreen. `selected_view()` says which
+    replica the keys act on (the fleet table's highlighted row by default)."""
 
     # -- gate -----------------------------------------------------------------------------
     @property
@@ -192,8 +194,15 @@ class MitigationMixin:
             out.append((",".join(KEY_OF[a] for a in actions), what, why))
         return out
 
+    RBAC_RECHECK_S = 60.0
+
     def on_mount(self) -> None:
+        # Textual calls every class's on_mount along the MRO; a subclass may also call super()
+        if getattr(self, "_mitigation_mounted", False):
+            return
+        self._mitigation_mounted = True
         self._check_permissions()
+        self.set_interval(self.RBAC_RECHECK_S, lambda: self._check_permissions(force=True))
 
     def on_data_table_row_highlighted(self) -> None:
         ns = self.gate.namespace(self.selected_view())
@@ -212,10 +221,10 @@ class MitigationMixin:
             self.app.notify(f"{DESCRIPTION[action]}: {why}", severity="warning", timeout=5, markup=False)
 
     @work(group="permissions", exit_on_error=False)
-    async def _check_permissions(self) -> None:
+    async def _check_permissions(self, force: bool = False) -> None:
         if self.gate.cluster() is None or app_mode(self.app) == "replay":
             return
-        if await self.gate.load(self.gate.namespace(self.selected_view())):
+        if await self.gate.load(self.gate.namespace(self.selected_view()), force):
             self.refresh_bindings()
 
     def recheck_permissions(self) -> None:

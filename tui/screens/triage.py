@@ -29,7 +29,7 @@ from tui.core.diagnosis.capacity import CapacityPlan, plan_for_history
 from tui.core.diagnosis.context import ClusterFacts, fetch_facts
 from tui.core.diagnosis.runbook import Runbook, _num, runbook
 from tui.core.diagnosis.triage import TriageReport, triage
-from tui.core.model import FleetState, ReplicaView
+from tui.core.model import SEVERITY, FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.format import ago, asciify
 
@@ -58,6 +58,20 @@ OPEN_BINDINGS = [
     Binding("g", "diagnosis('runbook')", "Runbook", show=False, id="runbook"),
     Binding("c", "diagnosis('capacity')", "Capacity", show=False, id="capacity"),
 ]
+
+
+def kv_breached(h, now: float, t) -> bool:
+    """KV at the ceiling or a preemption anywhere in the retained history up to `now`: there is
+    a KV-pressure episode for the runbook's verification to track."""
+    prev = None
+    for s in h.scrapes:
+        if s.ts > now:
+            break
+        kv, pre = s.sample.value("kv_usage"), s.sample.value("preemptions")
+        if (kv is not None and kv >= t.kv_high) or (pre is not None and prev is not None and pre > prev):
+            return True
+        prev = pre if pre is not None else prev
+    return False
 
 
 def open_diagnosis(app: Any, name: str | None, mode: str) -> None:
@@ -130,6 +144,7 @@ class TriageScreen(MitigationMixin, Screen):
             raise ValueError(f"unknown diagnosis view {mode!r} (known: {', '.join(MODES)})")
         self.replica = name
         self.mode = mode
+        self.group: str | None = None  # the workload, to follow the replica when its pod is replaced
         self.facts = ClusterFacts()
         self.fetch_note = ""  # why nothing was fetched, or that a fetch is running
         self.fetching = False
@@ -137,6 +152,7 @@ class TriageScreen(MitigationMixin, Screen):
         self.book: Runbook | None = None
         self.plan: CapacityPlan | None = None
         self._armed_at = 0.0
+        self._fetched_wall = 0.0
         self._body: Text | None = None
         self._head: Text | None = None
 
@@ -153,6 +169,7 @@ class TriageScreen(MitigationMixin, Screen):
         self.show_state(self.app.monitor.state)
         self.action_fetch()
         self.set_interval(FETCH_EVERY_S, self.action_fetch)
+        self.call_after_refresh(self._scroll_to_current)
 
     # -- the replica --------------------------------------------------------------------------
     def view(self) -> ReplicaView | None:
@@ -166,11 +183,14 @@ class TriageScreen(MitigationMixin, Screen):
         pal = self.app.palette()
         ascii = self.app.ascii
         view = next((r for r in state.replicas if r.name == self.replica), None)
+        if view is None:
+            view = self._successor(state)
         h = self.app.monitor.histories.get(self.replica)
         if view is None or h is None:
             self._paint(Text(f"{clean(self.replica)}: gone from the fleet (deleted or replaced pod)", style="bold"),
                         Text("esc: back to the fleet", style="dim"))
             return
+        self.group = view.group
         body = self.compute(view, state.ts)
         head = verdict_head(view.name, view.verdict, view.finding.since, state.ts, pal, ascii)
         head.append("\n")
@@ -179,11 +199,27 @@ class TriageScreen(MitigationMixin, Screen):
             active = m == self.mode
             head.append(f" {key} {MODE_TITLE[m]} ", style=f"bold reverse {pal.get('accent', '')}" if active else "dim")
             head.append(" ")
-        head.append("  ")
         head.append_text(self._facts_line(state.ts))
         if ascii:
             head = asciify(head)
         self._paint(head, body)
+
+    def _successor(self, state: FleetState) -> ReplicaView | None:
+        """The replica gone (a rollout or a drain replaced its pod): follow the worst one of the
+        same workload, so the runbook's verification keeps tracking the incident."""
+        if not self.group:
+            return None
+        same = [r for r in state.replicas if r.group == self.group and r.name in self.app.monitor.histories]
+        if not same:
+            return None
+        nxt = min(same, key=lambda r: (SEVERITY.get(r.verdict, 99), r.name))
+        self.app.notify(f"{clean(self.replica)} is gone (replaced); following {clean(nxt.name)} of the same workload",
+                        timeout=6, markup=False)
+        self.replica = nxt.name
+        self.facts = ClusterFacts()
+        self.fetching = False
+        self._start_fetch()
+        return nxt
 
     def compute(self, view: ReplicaView, now: float) -> Text:
         """The active view's report, from the history up to `now` and the cluster facts."""
@@ -199,7 +235,7 @@ class TriageScreen(MitigationMixin, Screen):
             return capacity_text(self.plan, pal, self.keyinfo, self.app.ascii)
         self.book = runbook(h, now, t, finding=view.finding, rollouts=f.rollouts, applied=f.applied,
                             capacity=self.plan, logs=f.logs, args=f.args)
-        return runbook_text(self.book, self.keyinfo, pal, self.app.ascii)
+        return runbook_text(self.book, self.keyinfo, pal, self.app.ascii, kv_breached(h, now, t))
 
     def _capacity(self, h) -> CapacityPlan:
         args = self.facts.args or {}
@@ -207,6 +243,17 @@ class TriageScreen(MitigationMixin, Screen):
         mns = _num(args.get("max-num-seqs"))
         return plan_for_history(h, t=self.app.monitor.thresholds, max_model_len=int(mml) if mml else None,
                                 current_max_num_seqs=int(mns) if mns else None)
+
+    def _scroll_to_current(self) -> None:
+        """Bring the runbook's current step into view (once per switch: the user may scroll)."""
+        if self.mode != "runbook" or self._body is None:
+            return
+        lines = self._body.plain.splitlines()
+        mark = ">" if self.app.ascii else "▶"
+        row = next((i for i, ln in enumerate(lines) if ln.startswith(mark) and ln[1:2].isdigit()), 0)
+        scroll = self.query_one("#diag-scroll", VerticalScroll)
+        if row + 4 > scroll.size.height:  # below the fold (wrapped lines aside): bring it up
+            scroll.scroll_to(y=max(0, row - 6), animate=False)
 
     def _paint(self, head: Text, body: Text) -> None:
         if head != self._head:
@@ -227,7 +274,7 @@ class TriageScreen(MitigationMixin, Screen):
             parts = [f"logs {len(f.logs)} lines" if f.logs is not None else "logs -",
                      f"events {len(f.events)}" if f.events is not None else "events -",
                      f"rollouts {len(f.rollouts)}" if f.rollouts is not None else "rollouts -"]
-            t.append("cluster: " + " · ".join(parts) + f" · fetched {ago(now - f.fetched_at)} ago"
+            t.append("cluster: " + " · ".join(parts) + f" · fetched {ago(time.time() - self._fetched_wall)} ago"
                      f" ({self._key_for('fetch')}: again)", style="dim")
             if f.problems:
                 t.append("\n  ! " + "; ".join(clean(p) for p in f.problems), style=self.app.palette().get("warning", ""))
@@ -256,40 +303,48 @@ class TriageScreen(MitigationMixin, Screen):
             self._body = None
             self.show_state(self.app.monitor.state)
             self.query_one("#diag-scroll", VerticalScroll).scroll_home(animate=False)
+            self.call_after_refresh(self._scroll_to_current)
 
     # -- cluster facts --------------------------------------------------------------------------
     def action_fetch(self) -> None:
-        cluster = cluster_of(self.app)
-        view = self.view()
-        if app_mode(self.app) == "replay":
-            self.fetch_note = "replay: no cluster; logs, events and rollouts not fetched"
-        elif cluster is None:
-            self.fetch_note = "no cluster (endpoints watched directly): logs, events and rollouts not fetched"
-        elif view is None or view.pod is None:
-            self.fetch_note = "the cluster does not know this replica's pod: logs and events not fetched"
-        elif not self.fetching:
-            self.fetching = True
-            self._fetch(cluster, view.pod)
+        self._start_fetch()
         if not self.app.paused:
             self.show_state(self.app.monitor.state)
 
+    def _start_fetch(self) -> None:
+        cluster = cluster_of(self.app)
+        view = self.view()
+        if app_mode(self.app) == "replay":
+            self.fetch_note = "replay: no logs, events or rollouts"
+        elif cluster is None:
+            self.fetch_note = "no cluster: no logs, events or rollouts"
+        elif view is None or view.pod is None:
+            self.fetch_note = "pod unknown to the cluster: no logs, events"
+        elif not self.fetching:
+            self.fetching = True
+            self._fetch(cluster, view.pod, self.replica)
+
     @work(group="triage-fetch", exit_on_error=False)
-    async def _fetch(self, cluster, pod) -> None:
+    async def _fetch(self, cluster, pod, replica: str) -> None:
         try:
-            facts = await fetch_facts(cluster, pod, now=self.app.monitor.state.ts)
+            facts = await fetch_facts(cluster, pod, now=self.app.monitor.state.ts,
+                                      since_wall=getattr(self.app, "started_at", None))
         except Exception as e:  # noqa: BLE001 - fetch_facts keeps per-read failures; this is a bug guard
             facts = ClusterFacts(problems=(f"cluster: {type(e).__name__}: {clean(e)}",),
                                  fetched_at=self.app.monitor.state.ts)
-        finally:
-            self.fetching = False
+        if replica != self.replica:
+            return  # the screen moved on to a successor replica meanwhile; its own fetch is running
+        self.fetching = False
         self.facts = facts
+        self._fetched_wall = time.time()  # "fetched N s ago" in wall seconds (the demo's clock runs faster)
         if self.is_attached and not self.app.paused:
             self.show_state(self.app.monitor.state)
 
     # -- edit, pre-filled -----------------------------------------------------------------------
     def suggestion(self) -> dict[str, str]:
         """What `e` pre-fills: the capacity planner's value in its view; else the runbook's
-        current edit step; else the first edit step still to do; else the planner's."""
+        current edit step, or the first edit step still to do; else, for a replica held by its
+        concurrency cap, the planner's value; else nothing (the form opens as it is)."""
         view = self.view()
         h = self.app.monitor.histories.get(self.replica)
         if view is None or h is None:
@@ -306,7 +361,9 @@ class TriageScreen(MitigationMixin, Screen):
             return dict(cur.suggest)
         todo = next((s for s in rb.steps if (s.action or "").startswith("edit:") and s.status == "todo"
                      and s.suggest), None)
-        return dict(todo.suggest) if todo is not None else dict(plan.suggest)
+        if todo is not None:
+            return dict(todo.suggest)
+        return dict(plan.suggest) if view.verdict == "concurrency-capped" else {}
 
     def _discouraged(self) -> bool:
         view = self.view()
@@ -324,4 +381,8 @@ class TriageScreen(MitigationMixin, Screen):
             return
         self._armed_at = 0.0
         cluster, v, kind, name = t
-        self.app.push_screen(edit_screen(cluster, v.pod.namespace, name, kind, v.name, self.suggestion()))
+        suggest = self.suggestion()
+        if suggest:
+            self.app.push_screen(edit_screen(cluster, v.pod.namespace, name, kind, v.name, suggest))
+        else:
+            super().action_edit_args()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import re
 import shlex
 import time
 from dataclasses import dataclass, field
@@ -100,6 +101,8 @@ def rollouts_from_replicasets(rss: Iterable[ReplicaSetInfo], workload: str = "",
         prev = vals
     if len(known) == 1 and previous is not None:
         before = _explicit_args(previous)
+        if "model" not in (prev or {}):
+            before.pop("model", None)  # the args line may lack the command that names the model
         if before != prev:
             rs = known[0]
             out.append(Rollout(rs.created, str(rs.revision), before, prev or {}, workload))
@@ -145,28 +148,45 @@ def _wall(entry: Mapping[str, Any]) -> float | None:
         return None
 
 
-def applied_from_audit(entries: Iterable[Mapping[str, Any]], pod: PodInfo, *, now: float,
-                       wall_now: float, speed: float = 1.0) -> dict[str, float]:
-    """Drains of the workload's pods and scale-outs of the workload that succeeded, from the
-    audit log, on the history clock (`now` is the history time at `wall_now`; the demo's
-    simulated clock runs `speed` times faster than the wall)."""
+_REPLICAS = re.compile(r"^-replicas: (\d+)\n\+replicas: (\d+)$")
+
+
+def applied_from_audit(entries: Iterable[Mapping[str, Any]], pod: PodInfo, *, now: float, wall_now: float,
+                       speed: float = 1.0, context: str | None = None,
+                       not_before: float | None = None) -> dict[str, float]:
+    """Completed drains of the workload's pods and scale-outs of the workload, from the audit log,
+    on the history clock (`now` is the history time at `wall_now`; the demo's simulated clock
+    runs `speed` times faster than the wall). Only entries of `context` and from `not_before` on
+    (this session's history) count; a drain's own spare replica is not a scale-out."""
     out: dict[str, float] = {}
     owner = pod.owner_name or ""
+    draining = False
     for e in entries:
         res = e.get("result") or {}
-        if not isinstance(res, Mapping) or not res.get("ok"):
+        if not isinstance(res, Mapping) or (context is not None and e.get("context") != context):
             continue
         action, target = str(e.get("action") or ""), str(e.get("target") or "")
-        if action == "drain" and not str(res.get("message", "")).startswith("drain done"):
-            continue  # "drain started" / a cancelled drain is not a drain
         name = target.split(" ", 1)[0].split("/", 1)[-1]
-        mine = name == pod.name or (owner and (name == owner or name.startswith(owner + "-")))
-        if not mine or action not in ("drain", "scale"):
+        if not (name == pod.name or (owner and (name == owner or name.startswith(owner + "-")))):
+            continue
+        message = str(res.get("message", ""))
+        if action == "drain":
+            draining = message == "drain started" and bool(res.get("ok"))
+            if not (res.get("ok") and message.startswith("drain done")):
+                continue  # started, cancelled or failed: not a drain
+        elif action == "scale":
+            m = _REPLICAS.match(str(e.get("diff") or ""))
+            if draining or not res.get("ok") or m is None or int(m.group(2)) <= int(m.group(1)):
+                continue  # the drain's spare, a failure, or not out
+        else:
             continue
         wall = _wall(e)
         if wall is None:
             continue
-        out[action] = max(out.get(action, float("-inf")), now - (wall_now - wall) * speed)
+        at = now - (wall_now - wall) * speed
+        if not_before is not None and at < not_before:
+            continue
+        out[action] = max(out.get(action, float("-inf")), at)
     return out
 
 
@@ -183,9 +203,11 @@ def relevant_events(events: Iterable[EventInfo], pod: PodInfo) -> list[EventInfo
 
 
 async def fetch_facts(cluster: Cluster, pod: PodInfo, *, now: float, timeout: float = 5.0,
-                      log_tail: int = 2000, wall_now: float | None = None) -> ClusterFacts:
+                      log_tail: int = 2000, wall_now: float | None = None,
+                      since_wall: float | None = None) -> ClusterFacts:
     """Logs (current and, after a restart, previous container), events, the workload's args and
-    rollouts, and the mitigations applied, for the replica running in `pod`."""
+    rollouts, and the mitigations applied since `since_wall` (wall clock; kvwatch's start: older
+    changes are not this incident's mitigations), for the replica running in `pod`."""
     problems: list[str] = []
     ns = pod.namespace
 
@@ -234,8 +256,8 @@ async def fetch_facts(cluster: Cluster, pod: PodInfo, *, now: float, timeout: fl
                 rss = ([st.new_rs] if st.new_rs is not None else []) + list(st.old_rs)
                 rollouts = rollouts_from_replicasets(rss, f"{kind.lower()}/{owner}", previous)
                 dated = [rs for rs in rss if rs.created is not None]
-                if len(dated) == 1 and not rollouts and previous is None and now - dated[0].created < 86400:
-                    # the only revision still listed is recent: what it replaced is not known
+                if len(dated) == 1 and not rollouts and previous is None and dated[0].revision > 1:
+                    # the revision it replaced is no longer listed: a rollout happened, its diff is unknown
                     rollouts = None
                     problems.append(f"rollouts: only revision {dated[0].revision} of {kind.lower()}/{owner} is "
                                     "retained; the revision before it cannot be diffed")
@@ -246,11 +268,13 @@ async def fetch_facts(cluster: Cluster, pod: PodInfo, *, now: float, timeout: fl
     else:
         problems.append("rollouts: the pod has no Deployment / StatefulSet owner")
 
-    applied: dict[str, float] = applied_from_rollouts(rollouts or [])
+    wall_now = time.time() if wall_now is None else wall_now
+    speed = float(getattr(getattr(cluster, "fleet", None), "speed", 1.0) or 1.0)  # the demo's clock rate
+    not_before = None if since_wall is None else now - (wall_now - since_wall) * speed
+    applied = applied_from_rollouts([r for r in rollouts or () if not_before is None or r.ts >= not_before])
     entries = cluster.audit.read() if getattr(cluster, "audit", None) is not None else []
-    speed = float(getattr(getattr(cluster, "fleet", None), "speed", 1.0) or 1.0)
-    applied.update(applied_from_audit(entries, pod, now=now, wall_now=time.time() if wall_now is None else wall_now,
-                                      speed=speed))
+    applied.update(applied_from_audit(entries, pod, now=now, wall_now=wall_now, speed=speed,
+                                      context=cluster.context, not_before=not_before))
     return ClusterFacts(
         logs=tuple(logs) if logs is not None else None,
         events=tuple(events) if events is not None else None,

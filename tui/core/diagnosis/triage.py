@@ -275,6 +275,8 @@ def _events(events: Iterable[Any] | None) -> TriageItem:
         # the reason names the event; the message only when the reason says nothing we know
         kind = next((k for k, rx in _EVENT_KINDS if rx.search(reason)), None) \
             or next((k for k, rx in _EVENT_KINDS if rx.search(msg)), None)
+        if kind == "restart / OOM" and str(_get(e, "type", "") or "") == "Normal":
+            kind = None  # "Killing: Stopping container" of every rollout and drain is routine
         if kind is not None:
             found[kind] = found.get(kind, 0) + int(count)
             obj = _get(e, "object", "") or _get(e, "involved", "") or ""

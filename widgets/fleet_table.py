@@ -35,7 +35,7 @@ class Column:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("name", "REPLICA", 18, 0),
+    Column("name", "REPLICA", 22, 0),
     Column("verdict", "VERDICT", 14, 0),
     Column("kv", "KV", 9, 0),
     Column("waiting", "WAIT", 5, 0),
@@ -44,6 +44,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("mem", "MEM%", 5, 0),
     Column("util", "GPU%", 5, 0),
     Column("ttft", "TTFT95", 7, 0),
+    Column("restarts", "RESTART", 9, 1),
     Column("s_kv", "KV usage", SPARK_W, 1),
     Column("s_queue", "queue", SPARK_W, 2),
     Column("s_preempt", "preempt/s", SPARK_W, 2),
@@ -53,9 +54,9 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 
-def fit_columns(width: int) -> list[Column]:
+def fit_columns(width: int, skip: frozenset[str] = frozenset()) -> list[Column]:
     """Columns for a terminal `width`: drop the highest priority numbers first, keep order."""
-    cols = list(COLUMNS)
+    cols = [c for c in COLUMNS if c.key not in skip]
     name_col = cols[0]
     for prio in sorted({c.priority for c in COLUMNS}, reverse=True):
         if sum(c.width for c in cols) <= width or prio == 0:
@@ -65,10 +66,21 @@ def fit_columns(width: int) -> list[Column]:
     if total > width:  # still too wide (very narrow terminal): shrink the name column
         shrink = min(total - width, name_col.width - 8)
         cols[0] = Column(name_col.key, name_col.title, name_col.width - shrink, 0)
-    elif total < width and cols[-1].key != "group":
+    elif total < width:
         # Give spare width to names (long pod names are the norm).
         cols[0] = Column(name_col.key, name_col.title, min(40, name_col.width + (width - total) // 2), 0)
     return cols
+
+
+def restarts_cell(v: ReplicaView) -> tuple[str, bool]:
+    """Restarts and the last termination reason ("2 OOM", "1 137"); hot when OOM-killed."""
+    pod = v.pod
+    if pod is None:
+        return "–", False
+    reason = pod.last_termination_reason or ""
+    oom = reason == "OOMKilled" or pod.last_exit_code == 137
+    tag = "OOM" if reason == "OOMKilled" else (str(pod.last_exit_code) if pod.last_exit_code else clean(reason)[:4])
+    return (f"{pod.restarts} {tag}".strip() if pod.restarts else "0"), oom
 
 
 def kv_bar(v: float | None, width: int) -> str:
@@ -102,8 +114,11 @@ class FleetTable(DataTable):
         self._row_styles: dict[Style, Style] = {}
 
     # -- layout -----------------------------------------------------------------
-    def _ensure_columns(self) -> bool:
-        cols = fit_columns(max(40, self.size.width or 120))
+    def _ensure_columns(self, views: list[ReplicaView] | None = None) -> bool:
+        views = list(self.views.values()) if views is None else views
+        # Restarts only mean something where pods exist (Kubernetes, the demo's cluster).
+        skip = frozenset() if any(v.pod is not None for v in views) else frozenset({"restarts"})
+        cols = fit_columns(max(40, self.size.width or 120), skip)
         if [c.key for c in cols] == [c.key for c in self._cols] and cols[0].width == (
             self._cols[0].width if self._cols else -1
         ):
@@ -126,7 +141,7 @@ class FleetTable(DataTable):
         return self._order[self.cursor_row]
 
     def show(self, views: list[ReplicaView]) -> None:
-        self._ensure_columns()
+        self._ensure_columns(views)
         self.views = {v.name: v for v in views}
         order = [v.name for v in views]
         rows = {v.name: self._row(v) for v in views}
@@ -244,6 +259,8 @@ class FleetTable(DataTable):
                 out.append(cell(pct(m.gpu_util_pct), hot=low))
             elif k == "ttft":
                 out.append(cell(secs(m.ttft_p95_s)))
+            elif k == "restarts":
+                out.append(cell(*restarts_cell(v)))
             elif k.startswith("s_"):
                 out.append(self._spark_cell(v, k, w, pal, base))
             elif k == "group":

@@ -117,3 +117,40 @@ def test_columns_collapse_by_priority_at_80_columns():
     assert sum(c.width for c in fit_columns(80)) <= 80
     keys200 = [c.key for c in fit_columns(200)]
     assert {"s_kv", "s_queue", "s_preempt", "s_mem", "s_gpu"} <= set(keys200)
+
+
+def test_restarts_cell_shows_count_and_oom():
+    from tui.core.model import Finding, PodInfo, ReplicaMetrics, ReplicaView
+    from widgets.fleet_table import restarts_cell
+
+    def view(pod):
+        return ReplicaView("p", "ok", Finding("healthy"), ReplicaMetrics(), {}, pod=pod)
+
+    assert restarts_cell(view(None)) == ("–", False)
+    assert restarts_cell(view(PodInfo("ns", "p", restarts=0))) == ("0", False)
+    assert restarts_cell(view(PodInfo("ns", "p", restarts=2, last_termination_reason="OOMKilled",
+                                      last_exit_code=137))) == ("2 OOM", True)
+    assert restarts_cell(view(PodInfo("ns", "p", restarts=1, last_termination_reason="Error",
+                                      last_exit_code=137))) == ("1 137", True)
+    assert restarts_cell(view(PodInfo("ns", "p", restarts=1, last_termination_reason="Error",
+                                      last_exit_code=1))) == ("1 1", False)
+
+
+async def test_group_sort_puts_owners_together():
+    from tests.ui.conftest import make_app as _make
+
+    app = _make({"b-1": "healthy", "a-1": "pressure", "b-2": "pressure"})
+    async with app.run_test(size=(120, 36)) as pilot:
+        await prime(pilot)
+        screen = app.screen
+        await pilot.press("G")
+        await pilot.pause()
+        assert screen.sort == "group"
+        table = screen.query_one(FleetTable)
+        assert table.row_count == 3
+
+
+def test_spare_width_goes_to_names_even_with_the_group_column():
+    cols = fit_columns(200)
+    assert cols[-1].key == "group"
+    assert cols[0].width > 18

@@ -102,11 +102,6 @@ class DetailScreen(Screen):
     def action_diagnosis(self, mode: str) -> None:
         open_diagnosis(self.app, self.replica, mode)
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "triage" and getattr(self.app, "mode", "live") == "replay":
-            return False  # `t` seeks in a replay (the app's key); `g` then `t` reaches the triage
-        return True
-
     def show_state(self, state: FleetState) -> None:
         view = next((r for r in state.replicas if r.name == self.replica), None)
         if view is None:

@@ -72,8 +72,9 @@ class EditArgsScreen(Screen):
 
     def __init__(self, cluster: Cluster, namespace: str, name: str, *, kind: str = "Deployment",
                  replica: str | None = None, cache_config: Mapping[str, Any] | None = None,
-                 generation: str | None = None) -> None:
+                 generation: str | None = None, suggest: Mapping[str, str] | None = None) -> None:
         super().__init__()
+        self.suggest = dict(suggest or {})  # values to pre-fill (capacity planner, runbook step)
         self.cluster = cluster
         self.namespace = namespace
         self.name_ = name
@@ -217,7 +218,17 @@ class EditArgsScreen(Screen):
                 note = "not set; " + A.SPECS[name].note
             self.query_one(f"#n-{name}", Static).update(Text(clean(note)))
         self.query_one("#" + _field_id(A.EDITABLE[0]), Input).focus()
+        done = []
+        for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied
+            if flag in A.EDITABLE:
+                box = self.query_one("#" + _field_id(flag), Input)
+                if box.value.strip() != value:
+                    box.value = value
+                    done.append(f"{flag}={value}")
         self._revalidate()
+        if done:
+            self.app.notify("pre-filled: " + ", ".join(done) + " (review the diff, ctrl+s to apply)",
+                            title="suggested by kvwatch", timeout=6, markup=False)
 
     # -- validation and the live diff -----------------------------------------------------------
     def raw_changes(self) -> dict[str, str]:

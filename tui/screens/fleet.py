@@ -26,6 +26,7 @@ SORTS = {
     "kv": lambda v: (-(v.metrics.kv_usage or -1.0), v.name),
     "queue": lambda v: (-(v.metrics.waiting or -1.0), v.name),
     "name": lambda v: v.name,
+    "group": lambda v: (v.group or "", SEVERITY.get(v.verdict, 99), v.name),  # by owner Deployment
 }
 
 
@@ -61,6 +62,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         Binding("Q", "sort('queue')", "Sort queue", show=False, id="sort_queue"),
         Binding("N", "sort('name')", "Sort name", show=False, id="sort_name"),
         Binding("V", "sort('severity')", "Sort severity", show=False, id="sort_severity"),
+        Binding("G", "sort('group')", "Group by owner", show=False, id="sort_group"),
         Binding("j", "cursor(1)", "Down", show=False, id="down"),
         Binding("k", "cursor(-1)", "Up", show=False, id="up"),
         *MITIGATION_BINDINGS,
@@ -227,7 +229,3 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
     def action_diagnosis(self, mode: str) -> None:
         open_diagnosis(self.app, self.query_one(FleetTable).selected_name(), mode)
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "triage" and getattr(self.app, "mode", "live") == "replay":
-            return False  # `t` seeks in a replay (the app's key); `g` then `t` reaches the triage
-        return super().check_action(action, parameters)

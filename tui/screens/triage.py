@@ -13,7 +13,6 @@ edit form pre-filled with the runbook's or the capacity planner's values.
 
 from __future__ import annotations
 
-import inspect
 import time
 from typing import Any, Mapping
 
@@ -87,42 +86,7 @@ def edit_screen(cluster: Any, namespace: str, name: str, kind: str, replica: str
     """The edit form for the replica's owner, its fields pre-filled with `suggest`."""
     from .edit_args import EditArgsScreen
 
-    if "suggest" in inspect.signature(EditArgsScreen.__init__).parameters:
-        return EditArgsScreen(cluster, namespace, name, kind=kind, replica=replica, suggest=dict(suggest))
-    return _prefilled(EditArgsScreen)(cluster, namespace, name, kind=kind, replica=replica, suggest=suggest)
-
-
-def _prefilled(base: type) -> type:
-    """The edit form, plus: once it has read the Deployment, type the suggested values into their
-    fields the way its presets do (the form validates and diffs them; nothing is applied)."""
-
-    class PrefilledEditArgsScreen(base):  # type: ignore[misc, valid-type]
-        def __init__(self, *a: Any, suggest: Mapping[str, str], **kw: Any) -> None:
-            super().__init__(*a, **kw)
-            self.suggest = dict(suggest)
-
-        def _fill(self) -> None:
-            super()._fill()
-            from textual.widgets import Input
-
-            from tui.core.cluster import args as A
-
-            from .edit_args import _field_id
-
-            done = []
-            for flag, value in self.suggest.items():
-                if flag not in A.EDITABLE:
-                    continue
-                box = self.query_one("#" + _field_id(flag), Input)
-                if box.value.strip() != value:
-                    box.value = value
-                    done.append(f"{flag}={value}")
-            self._revalidate()
-            if done:
-                self.app.notify("pre-filled: " + ", ".join(done) + " (review the diff, ctrl+s to apply)",
-                                title="suggested by kvwatch", timeout=6, markup=False)
-
-    return PrefilledEditArgsScreen
+    return EditArgsScreen(cluster, namespace, name, kind=kind, replica=replica, suggest=dict(suggest))
 
 
 class TriageScreen(MitigationMixin, Screen):

@@ -26,6 +26,7 @@ from bench.machine import describe, peak_rss_mib, proc_cpu_s  # noqa: E402
 from tests.promharness import MISSING, Prometheus, create_blocks, have_prometheus  # noqa: E402
 from tui.core.monitor import Monitor  # noqa: E402
 from tui.core.sources.prometheus import PrometheusSource  # noqa: E402
+from tui.core.perf import tune_gc  # noqa: E402
 
 SCRAPE_S = 15
 HISTS = {
@@ -166,6 +167,7 @@ async def measure(url: str, pid: int, times: list[int], replicas: int, freeze: b
 
 
 def main() -> int:
+    tune_gc()  # as the kvwatch command does
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replicas", type=int, default=1024)
     ap.add_argument("--points", type=int, default=41, help="15 s samples per series (>= 7; 41 = 10 minutes)")

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.machine import describe, peak_rss_mib, proc_cpu_s  # noqa: E402
 from tui.core.monitor import Monitor  # noqa: E402
+from tui.core.perf import tune_gc  # noqa: E402
 from tui.core.sources.direct import DirectSource, Target  # noqa: E402
 
 BUDGET_WALL_S, BUDGET_CPU_S = 1.0, 0.25
@@ -51,6 +52,7 @@ async def run(ports: list[int], refreshes: int, server_pid: int) -> tuple[list[f
 
 
 def main() -> int:
+    tune_gc()  # as the kvwatch command does
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replicas", type=int, nargs="+", default=[64, 256, 1024])
     ap.add_argument("--refreshes", type=int, default=5)

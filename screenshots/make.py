@@ -32,7 +32,9 @@ from tui.app import KvwatchApp  # noqa: E402
 from tui.core.monitor import Monitor  # noqa: E402
 from tui.core.record import Recorder  # noqa: E402
 from tui.core.sim.fleet import SimFleet  # noqa: E402
-from tui.core.sources.direct import DirectSource, Target  # noqa: E402
+from tui.core.cluster.audit import AuditLog  # noqa: E402
+from tui.core.cluster.demo_source import DemoSource  # noqa: E402
+from tui.core.cluster.sim import SimCluster  # noqa: E402
 from tui.core.sources.replay import ReplaySource  # noqa: E402
 
 START = 1_735_732_800.0  # 2025-01-01 12:00:00 UTC, so every run shows the same clock
@@ -97,9 +99,10 @@ async def run_session(s: Session, want: list[str]) -> list[Path]:
     recorder = Recorder(str(rec_path)) if s.record else None
     fleet.start()
     try:
-        targets = [Target(t.name, t.metrics_url, t.gpu_url, t.group) for t in fleet.targets()]
-        desc = f"demo: {len(targets)} simulated replicas · {s.scenario} · {s.speed:g}x"
-        src = DirectSource(targets, timeout=2.0, clock=fleet.clock, description=desc)
+        # as `kvwatch demo` does: the simulated cluster behind the Kubernetes interface, so the
+        # mitigation keys are live in the shots
+        cluster = SimCluster(fleet, context="demo", audit=AuditLog(str(rec_path.with_suffix(".audit"))))
+        src = DemoSource(cluster, timeout=2.0, label=f"{s.scenario} · {s.speed:g}x")
         mon = Monitor(src, on_scrapes=recorder.write if recorder else None)
         app = KvwatchApp(mon, 0.5, autostart=False, ascii=s.ascii, no_color=False)
         app.bell = lambda: None
@@ -145,6 +148,11 @@ SESSIONS = [
             Shot("help", keys=("question_mark",), after=("escape",)),
             Shot("detail-long-prompts", keys=("enter",), after=("escape",)),
             Shot("detail-long-prompts-80x24", size=(80, 24), keys=("enter",), after=("escape",)),
+            Shot("triage", keys=("t",), after=("escape",)),
+            Shot("runbook", keys=("g",), after=("escape",)),
+            Shot("capacity", keys=("c",), after=("escape",)),
+            Shot("edit-args", keys=("e",), after=("escape",)),
+            Shot("rollout", keys=("z",), after=("escape",)),
             Shot("filter", keys=("slash", "v", "0", "enter"), after=("escape",)),
         ],
         replay_shots=[

@@ -126,6 +126,9 @@ def run_live(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .core.perf import tune_gc
+
+    tune_gc()
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "config_defaults", True):  # the config file fills the flags not given

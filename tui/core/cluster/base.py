@@ -355,6 +355,10 @@ class Cluster(ABC):
     def production(self) -> bool:
         return self.policy.production
 
+    def _flags(self) -> dict[str, Any]:
+        """The context's safety flags every plan carries."""
+        return {"requires_typed_name": self.production, "readonly": self.readonly, "context": self.context}
+
     # ---- time (the simulated cluster overrides these) ----
 
     def now(self) -> float:

@@ -689,9 +689,6 @@ class KubeCluster(Cluster):
 
     # ---- plans ----
 
-    def _flags(self) -> dict[str, Any]:
-        return {"requires_typed_name": self.production, "readonly": self.readonly, "context": self.context}
-
     async def plan_edit_args(
         self,
         namespace: str,

@@ -475,9 +475,6 @@ class SimCluster(Cluster):
 
     # ---- plans ----
 
-    def _flags(self) -> dict[str, Any]:
-        return {"requires_typed_name": self.production, "readonly": self.readonly, "context": self.context}
-
     async def plan_edit_args(
         self,
         namespace: str,

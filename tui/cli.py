@@ -112,6 +112,11 @@ def run_live(args: argparse.Namespace) -> int:
         except (SourceError, ValueError, OSError) as e:
             print(f"kvwatch: {e}", file=sys.stderr)
             return 2
+        if any(getattr(args, k, None) for k in ("context", "kubeconfig", "namespace", "all_namespaces", "selector")):
+            # metrics from Prometheus, pods and mitigation keys from the API server
+            from .kube_launch import with_cluster
+
+            return with_cluster(args, source)
         return run(args, source)
     if not args.url:  # Kubernetes: kubeconfig or the in-cluster service account
         from .kube_launch import run_kube

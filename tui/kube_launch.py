@@ -30,6 +30,12 @@ def add_kube_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--via", choices=("proxy", "direct"), default="proxy",
                    help="read /metrics through the API server's pod proxy (default; works from a bastion) "
                         "or directly from the pod IPs")
+    g.add_argument("--gpu-exec", action="store_true",
+                   help="opt-in: run nvidia-smi inside each vLLM pod (pods/exec) for GPU memory/util/throttle "
+                        "when no DCGM exporter is scraped; at most once per --gpu-exec-interval per pod; "
+                        "off under --readonly (exec is a create)")
+    g.add_argument("--gpu-exec-interval", type=float, default=60.0, metavar="SECONDS",
+                   help="seconds between in-pod nvidia-smi runs per pod (default 60)")
 
 
 def _port(text: str) -> int:
@@ -101,4 +107,37 @@ def run_kube(args: argparse.Namespace) -> int:
     args.context = cluster.context  # the app's context profile (theme, read-only, production)
     if cluster.readonly:
         args.readonly = True
-    return run(args, ClusterSource(cluster, timeout=args.timeout))
+    gpu_exec = None
+    if args.gpu_exec and not cluster.readonly:
+        from .core.sources.gpu.nvidia_smi import NvidiaSmiExec
+
+        gpu_exec = NvidiaSmiExec(cluster.exec_in_pod, min_interval_s=max(5.0, args.gpu_exec_interval))
+    elif args.gpu_exec:
+        print("kvwatch: --gpu-exec is off under --readonly (pods/exec is a create request)", file=sys.stderr)
+    return run(args, ClusterSource(cluster, timeout=args.timeout, gpu_exec=gpu_exec))
+
+
+def with_cluster(args: argparse.Namespace, prom) -> int:
+    """`--prometheus URL` plus Kubernetes flags: Prometheus rows joined to the pod watch."""
+    from .core.cluster.base import ClusterError
+    from .core.cluster.prom_source import PrometheusWithCluster
+    from .core.cluster.source import ClusterSource
+    from .launch import apply_config, run
+
+    cfg = apply_config(args)
+    why = kube_config_missing(args.kubeconfig)
+    if why:
+        print(f"kvwatch: {why}", file=sys.stderr)
+        return 2
+    try:
+        cluster = connect(args, cfg)
+    except ClusterError as e:
+        print(f"kvwatch: {e.message}", file=sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - its text may hold secrets
+        print(f"kvwatch: cannot load Kubernetes config: {type(e).__name__}", file=sys.stderr)
+        return 2
+    args.context = cluster.context
+    if cluster.readonly:
+        args.readonly = True
+    return run(args, PrometheusWithCluster(prom, ClusterSource(cluster, timeout=args.timeout)))

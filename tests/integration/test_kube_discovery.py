@@ -300,3 +300,94 @@ async def test_cluster_source_without_an_api_server_says_why(env: Env) -> None:
         assert "cannot list" in e.value.message
     finally:
         await src.close()
+
+
+async def test_opt_in_nvidia_smi_in_pods_fills_gpu_without_delaying_polls(env: Env) -> None:
+    """--gpu-exec: nvidia-smi output joins the pod's row; it runs at most once per interval per
+    pod, in the background. The exec transport is the edge faked here (kmock has no websocket
+    exec); the pods, the proxy scrape and the sampler are real."""
+    from tui.core.sources.gpu.nvidia_smi import NvidiaSmiExec
+
+    names = [p["metadata"]["name"] for p in env.pods()]
+    for n in names:
+        env.emu.pod_metrics[(NS, n)] = PAGE
+    calls: list[tuple[str, str, tuple[str, ...]]] = []
+    gate = asyncio.Event()
+
+    async def exec_fn(ns, pod, container, argv):
+        calls.append((ns, pod, tuple(argv)))
+        await gate.wait()  # a slow exec must not hold the poll
+        throttle = "0x0000000000000040" if pod == names[0] else "0x0000000000000000"
+        return f"0, GPU-{pod}, NVIDIA H100 80GB HBM3, 74000, 81559, 31, {throttle}, 77, 0\n"
+
+    gpu_exec = NvidiaSmiExec(exec_fn, min_interval_s=60.0)
+    src = ClusterSource(env.cluster(watch_timeout_s=2), timeout=2.0, gpu_exec=gpu_exec)
+    await src.start()
+    try:
+        first = {s.replica: s for s in await asyncio.wait_for(src.poll(), 5)}
+        assert all(s.ok and s.gpu is None for s in first.values())  # exec still running: no wait
+        gate.set()
+        for _ in range(50):
+            if gpu_exec.peek(NS, names[0]) is not None and gpu_exec.peek(NS, names[1]) is not None:
+                break
+            await asyncio.sleep(0.02)
+        second = {s.replica: s for s in await src.poll()}
+        g0, g1 = second[names[0]].gpu, second[names[1]].gpu
+        assert g0.source == "nvidia-smi" and g0.join == "exec in pod"
+        assert round(g0.memory_pct) == round(100 * 74000 / 81559) and g0.compute_pct == 31
+        assert g0.throttle_reasons == ("hw_thermal_slowdown",) and g1.throttle_reasons == ()
+        await src.poll()
+        assert len(calls) == 2 and calls[0][2][0] == "nvidia-smi"  # once per pod per interval
+    finally:
+        await src.close()
+
+
+async def test_exec_in_pod_is_refused_under_readonly(env: Env) -> None:
+    c = env.cluster(readonly=True)
+    n_calls = len(env.emu.calls)
+    with pytest.raises(ClusterError) as e:
+        await c.exec_in_pod(NS, "any", None, ["nvidia-smi"])
+    assert "read-only" in e.value.message
+    assert len(env.emu.calls) == n_calls  # nothing was sent
+
+
+async def test_prometheus_rows_join_the_pod_watch_and_carry_the_cluster(env: Env) -> None:
+    """--prometheus with Kubernetes flags: rows keep Prometheus' metrics and gain the pod's
+    restarts, owner and the cluster the mitigation keys act through."""
+    from tui.core.cluster.prom_source import PrometheusWithCluster
+    from tui.core.metrics.extract import parse_vllm, to_sample
+    from tui.core.model import Scrape
+    from tui.core.monitor import Monitor
+
+    names = [p["metadata"]["name"] for p in env.pods()]
+    sample = to_sample(parse_vllm(PAGE))
+
+    class PromRows:  # stands in for PrometheusSource's output (tested against a real Prometheus elsewhere)
+        description = "prometheus http://prom:9090"
+
+        async def start(self):
+            pass
+
+        async def close(self):
+            pass
+
+        async def poll(self):
+            return [Scrape(1.0, names[0], sample), Scrape(1.0, "not-a-pod-here", sample)]
+
+        async def backfill(self, **kw):
+            return [Scrape(0.5, names[0], sample)]
+
+    n_proxy = len([c for c in env.emu.calls if "/proxy/" in c.path])
+    cluster = env.cluster(watch_timeout_s=2)
+    src = PrometheusWithCluster(PromRows(), ClusterSource(cluster))
+    mon = Monitor(src)
+    await mon.start(backfill_s=60)
+    try:
+        state = await mon.refresh()
+        rows = {r.name: r for r in state.replicas}
+        assert rows[names[0]].pod is not None and rows[names[0]].group == "llama"
+        assert rows["not-a-pod-here"].pod is None  # kept, not dropped: Prometheus knows it
+        assert src.cluster is cluster and "pods from" in src.description
+        assert len([c for c in env.emu.calls if "/proxy/" in c.path]) == n_proxy  # no pod scraping
+    finally:
+        await src.close()

@@ -15,7 +15,7 @@ import json
 import os
 import socket
 import threading
-from typing import Any, AsyncIterator, Callable, Mapping
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
 from ..model import PodInfo
 from . import args as A
@@ -453,6 +453,26 @@ class KubeCluster(Cluster):
             host = f"[{ip}]" if ":" in ip else ip
             return f"http://{host}:{port}/metrics"
         return f"{self.host.rstrip('/')}/api/v1/namespaces/{pod.namespace}/pods/{pod.name}:{port}/proxy/metrics"
+
+    async def exec_in_pod(self, namespace: str, pod: str, container: str | None, argv: Sequence[str]) -> str:
+        """Run a read-only command (nvidia-smi) in a pod through the exec API; its stdout+stderr.
+
+        pods/exec is a `create` verb, so it is refused under --readonly like any other write."""
+        if self.readonly:
+            raise ClusterError("readonly", "read-only: pods/exec (in-pod nvidia-smi) is not sent")
+        from kubernetes.stream import stream
+
+        kw: dict[str, Any] = {"command": list(argv), "stderr": True, "stdin": False, "stdout": True, "tty": False}
+        if container:
+            kw["container"] = container
+
+        def run() -> str:
+            return stream(self.core.connect_get_namespaced_pod_exec, pod, namespace, **kw)
+
+        try:
+            return await asyncio.to_thread(run)
+        except Exception as e:  # noqa: BLE001 - the transport's failure becomes the sampler's message
+            raise ClusterError("server", f"exec in {pod}: {type(e).__name__}: {sanitize(str(e))[:160]}") from None
 
     async def fetch_metrics(self, pod: PodInfo, timeout: float = 5.0) -> str:
         """The pod's /metrics page, through the API server's pod proxy or from the pod IP."""

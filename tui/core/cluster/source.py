@@ -17,6 +17,7 @@ from ..metrics.extract import parse_vllm, to_sample
 from ..metrics.parser import not_metrics_reason
 from ..model import PodInfo, Scrape
 from ..sources.direct import DirectSource, Target
+from ..sources.gpu.nvidia_smi import NvidiaSmiExec
 from .base import Cluster, ClusterError
 
 NOT_SERVING = frozenset({"Pending", "Unschedulable", "ContainerCreating", "PodInitializing", "Terminating", "Succeeded", "Failed"})
@@ -33,8 +34,13 @@ class ClusterSource:
         clock: Callable[[], float] = time.time,
         keep_raw: bool = True,
         first_list_timeout: float = 10.0,
+        gpu_exec: "NvidiaSmiExec | None" = None,
     ) -> None:
         self.cluster = cluster
+        # opt-in: nvidia-smi inside each pod (the runbooks' method) when no exporter exists; it
+        # rate-limits itself, runs in the background and never delays a poll
+        self.gpu_exec = gpu_exec
+        self._gpu_tasks: dict[str, asyncio.Task] = {}
         self.namespace = namespace
         self.selector = selector
         self.timeout = timeout
@@ -102,7 +108,20 @@ class ClusterSource:
                 out.append(replace(s, pod=by_name.get(s.replica), ts=ts))
         else:
             out.extend(await asyncio.gather(*(self._scrape(p, ts) for p in live)))
+        if self.gpu_exec is not None:
+            out = [self._with_gpu(s) for s in out]
         return out
+
+    def _with_gpu(self, s: Scrape) -> Scrape:
+        pod = s.pod
+        if pod is None or not s.ok or s.gpu is not None:
+            return s
+        task = self._gpu_tasks.get(pod.name)
+        if task is None or task.done():
+            self._gpu_tasks[pod.name] = asyncio.get_running_loop().create_task(
+                self.gpu_exec.sample(pod.namespace, pod.name))
+        gpu = self.gpu_exec.peek(pod.namespace, pod.name)
+        return replace(s, gpu=gpu) if gpu is not None else s
 
     async def _scrape(self, pod: PodInfo, ts: float) -> Scrape:
         t0 = time.perf_counter()
@@ -128,6 +147,8 @@ class ClusterSource:
         return Scrape(**base, sample=sample, raw=raw, latency_s=latency)
 
     async def close(self) -> None:
+        for t in self._gpu_tasks.values():
+            t.cancel()
         if self._task is not None:
             self._task.cancel()
             try:

@@ -124,6 +124,11 @@ class NvidiaSmiExec:
         self._legacy: set[tuple[str, str, str | None]] = set()
         self.execs = 0  # exec calls made, for tests and the status line
 
+    def peek(self, namespace: str, pod: str, container: str | None = None) -> GpuSample | None:
+        """The last sample taken, without running anything."""
+        e = self._cache.get((namespace, pod, container))
+        return e.sample if e else None
+
     def last_error(self, namespace: str, pod: str, container: str | None = None) -> str | None:
         e = self._cache.get((namespace, pod, container))
         return e.error if e else None

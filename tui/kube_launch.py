@@ -85,28 +85,38 @@ def connect(args: argparse.Namespace, cfg: Config):
     )
 
 
-def run_kube(args: argparse.Namespace) -> int:
+def _connect_or_report(args: argparse.Namespace):
+    """The KubeCluster for the options, or None after one line on stderr saying why not."""
     from .core.cluster.base import ClusterError
-    from .core.cluster.source import ClusterSource
-    from .launch import apply_config, run
+    from .launch import apply_config
 
     cfg = apply_config(args)
     why = kube_config_missing(args.kubeconfig)
     if why:
         print(f"kvwatch: {why}", file=sys.stderr)
-        return 2
+        return None
     try:
         cluster = connect(args, cfg)
     except ClusterError as e:
         print(f"kvwatch: {e.message}", file=sys.stderr)
-        return 2
+        return None
     except Exception as e:  # noqa: BLE001 - e.g. a kubeconfig that is not YAML; its text may hold secrets
         where = args.kubeconfig or os.environ.get("KUBECONFIG") or "~/.kube/config"
         print(f"kvwatch: cannot load Kubernetes config {where}: {type(e).__name__}", file=sys.stderr)
-        return 2
+        return None
     args.context = cluster.context  # the app's context profile (theme, read-only, production)
     if cluster.readonly:
         args.readonly = True
+    return cluster
+
+
+def run_kube(args: argparse.Namespace) -> int:
+    from .core.cluster.source import ClusterSource
+    from .launch import run
+
+    cluster = _connect_or_report(args)
+    if cluster is None:
+        return 2
     gpu_exec = None
     if args.gpu_exec and not cluster.readonly:
         from .core.sources.gpu.nvidia_smi import NvidiaSmiExec
@@ -119,25 +129,11 @@ def run_kube(args: argparse.Namespace) -> int:
 
 def with_cluster(args: argparse.Namespace, prom) -> int:
     """`--prometheus URL` plus Kubernetes flags: Prometheus rows joined to the pod watch."""
-    from .core.cluster.base import ClusterError
     from .core.cluster.prom_source import PrometheusWithCluster
     from .core.cluster.source import ClusterSource
-    from .launch import apply_config, run
+    from .launch import run
 
-    cfg = apply_config(args)
-    why = kube_config_missing(args.kubeconfig)
-    if why:
-        print(f"kvwatch: {why}", file=sys.stderr)
+    cluster = _connect_or_report(args)
+    if cluster is None:
         return 2
-    try:
-        cluster = connect(args, cfg)
-    except ClusterError as e:
-        print(f"kvwatch: {e.message}", file=sys.stderr)
-        return 2
-    except Exception as e:  # noqa: BLE001 - its text may hold secrets
-        print(f"kvwatch: cannot load Kubernetes config: {type(e).__name__}", file=sys.stderr)
-        return 2
-    args.context = cluster.context
-    if cluster.readonly:
-        args.readonly = True
     return run(args, PrometheusWithCluster(prom, ClusterSource(cluster, timeout=args.timeout)))

@@ -15,6 +15,7 @@ from ...model import GpuDevice, GpuSample
 from ...textsafe import clean
 from . import reasons
 from .errors import GpuUnavailable
+from .library import LibrarySampler
 
 _MIB = 1024.0 * 1024.0
 
@@ -56,12 +57,9 @@ def _num(v: Any) -> float | None:
     return f if f == f else None
 
 
-class AmdSmiSampler:
+class AmdSmiSampler(LibrarySampler):
     source = "amdsmi"
-
-    def __init__(self, lib: Any | None = None) -> None:
-        self._lib_arg = lib
-        self._lib: Any = None
+    SHUTDOWN = "amdsmi_shut_down"
 
     def open(self) -> None:
         if self._lib is not None:
@@ -72,31 +70,6 @@ class AmdSmiSampler:
         except Exception as e:  # AmdSmiLibraryException and friends: driver not loaded, no GPU
             raise GpuUnavailable(f"amdsmi unavailable: {clean(str(e), 160) or type(e).__name__}") from None
         self._lib = lib
-
-    def close(self) -> None:
-        if self._lib is None:
-            return
-        try:
-            self._lib.amdsmi_shut_down()
-        except Exception:
-            pass
-        self._lib = None
-
-    def __enter__(self) -> "AmdSmiSampler":
-        self.open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _get(self, fn: str, *args: Any) -> Any:
-        f = getattr(self._lib, fn, None)
-        if f is None:
-            return None
-        try:
-            return f(*args)
-        except Exception:  # one unsupported field must not hide the others
-            return None
 
     def devices(self) -> tuple[GpuDevice, ...]:
         self.open()

@@ -14,6 +14,7 @@ from ...metrics import names
 from ...model import GpuDevice, GpuSample
 from ...textsafe import clean
 from .errors import GpuUnavailable
+from .library import LibrarySampler
 
 # pynvml error class name -> what to tell the user.
 _INIT_ERRORS = {
@@ -45,14 +46,11 @@ def _text(v: Any) -> str:
     return clean(v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v), 120)
 
 
-class NvmlSampler:
+class NvmlSampler(LibrarySampler):
     """Open once, sample many times, close. `sample()` reads every GPU the driver shows."""
 
     source = "nvml"
-
-    def __init__(self, lib: Any | None = None) -> None:
-        self._lib_arg = lib
-        self._lib: Any = None
+    SHUTDOWN = "nvmlShutdown"
 
     def open(self) -> None:
         if self._lib is not None:
@@ -67,31 +65,8 @@ class NvmlSampler:
             raise GpuUnavailable(f"NVML unavailable: {clean(str(e), 160)}") from None
         self._lib = lib
 
-    def close(self) -> None:
-        if self._lib is None:
-            return
-        try:
-            self._lib.nvmlShutdown()
-        except Exception:
-            pass  # shutting down: nothing useful to say
-        self._lib = None
-
-    def __enter__(self) -> "NvmlSampler":
-        self.open()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _get(self, fn: str, *args: Any) -> Any:
-        """One NVML field; None when the call is missing, unsupported or fails for this GPU."""
-        f = getattr(self._lib, fn, None)
-        if f is None:
-            return None
-        try:
-            return f(*args)
-        except getattr(self._lib, "NVMLError", Exception):
-            return None
+    def _field_error(self) -> type[BaseException]:
+        return getattr(self._lib, "NVMLError", Exception)
 
     def devices(self) -> tuple[GpuDevice, ...]:
         self.open()

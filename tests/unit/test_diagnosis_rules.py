@@ -286,10 +286,10 @@ def test_a_repeated_sample_changes_nothing():
     assert v[1:] == ["kv-pressure"] * 5
 
 
-def test_exported_state_carries_over_to_a_copied_history():
+def test_the_verdict_state_travels_with_the_history():
     import copy
 
-    from tui.core.diagnosis.rules import export_state, import_state
+    from tui.core.diagnosis import export_state, import_state
     from tui.core.history import ReplicaHistory
 
     # compute-bound, then util 75 %: it stays (left only below 70 %), which only the state
@@ -299,26 +299,42 @@ def test_exported_state_carries_over_to_a_copied_history():
     for i, s in enumerate(scr[:9]):
         h.add(s)
         assert diagnose(h, s.ts, T).verdict == ("unknown" if i == 0 else "compute-bound")
-    plain, carried = copy.deepcopy(h), copy.deepcopy(h)
-    import_state(carried, export_state(h))
+    assert h.diagnosis is not None  # the history holds its own state, no cache beside it
+    copied, plain, restored = copy.deepcopy(h), copy.deepcopy(h), copy.deepcopy(h)
+    plain.diagnosis = restored.diagnosis = None
+    import_state(restored, export_state(h))
     assert diagnose(plain, scr[8].ts, T).verdict == "healthy"  # recomputed from 4 scrapes of 75 %
     for s in scr[9:]:
-        h.add(s)
-        carried.add(s)
-        assert diagnose(carried, s.ts, T) == diagnose(h, s.ts, T)
-        assert diagnose(carried, s.ts, T).verdict == "compute-bound"
+        for x in (h, copied, restored):
+            x.add(s)
+        assert diagnose(copied, s.ts, T) == diagnose(restored, s.ts, T) == diagnose(h, s.ts, T)
+        assert diagnose(h, s.ts, T).verdict == "compute-bound"
 
 
-def test_a_new_history_reusing_an_old_ones_id_is_not_confused_with_it():
-    from tui.core.diagnosis import rules
-
+def test_a_state_carried_to_another_history_is_not_confused_with_its_own():
     old = history_of(series(5, t0=5000.0, util=95.0, running=40.0))
     diagnose(old, 5020.0, T)
     new = history_of([])
-    rules._MEMO[id(new)] = rules._MEMO.pop(id(old))  # as if `new` had been allocated at old's address
+    new.diagnosis = old.diagnosis  # e.g. a history rebuilt from another recording
     out = []
     for s in series(4, t0=1000.0, util=50.0, running=40.0):
         new.add(s)
         out.append(diagnose(new, s.ts, T).verdict)
     assert out == ["unknown", "healthy", "healthy", "healthy"]
-    assert rules._MEMO[id(new)].last_point is new.points[-1]  # the memo now follows `new`
+    assert new.diagnosis.last_point is new.points[-1]  # the state now follows `new`
+    assert old.diagnosis.last_point is old.points[-1]  # and `old` keeps its own
+
+
+def test_diagnosing_leaves_no_state_in_the_rules_module():
+    from collections.abc import MutableMapping, MutableSequence, MutableSet
+
+    from tui.core.diagnosis import rules
+
+    def containers():
+        return {k: len(v) for k, v in vars(rules).items()
+                if isinstance(v, (MutableMapping, MutableSequence, MutableSet))}
+
+    before = containers()
+    h = history_of(series(5, util=95.0, running=40.0))
+    assert diagnose(h, h.points[-1][0], T).verdict == "compute-bound"
+    assert containers() == before  # the state went to the history, not to a module-level cache

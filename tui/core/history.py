@@ -44,7 +44,7 @@ class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error", "_thinned",
-                 "_kept_ts")
+                 "_kept_ts", "diagnosis")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
@@ -56,6 +56,9 @@ class ReplicaHistory:
         self.last_error: Scrape | None = None
         self._thinned = 0  # leading scrapes already past the quantile window and thinned
         self._kept_ts = float("-inf")  # last old scrape that kept its histograms
+        # The diagnosis' state for this replica (its verdict state machine), opaque here: it
+        # travels with the history (copies, forgotten replicas) instead of a cache beside it.
+        self.diagnosis: object | None = None
 
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:

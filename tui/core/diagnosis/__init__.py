@@ -7,7 +7,7 @@ capacity.plan       KV capacity, max concurrency and a max-num-seqs that fits, w
 scenarios           labelled traces of every verdict (tests and bench/bench_diagnosis.py)
 """
 
-from .rules import SUMMARY, classify, diagnose
+from .rules import SUMMARY, classify, diagnose, export_state, import_state
 from .thresholds import Thresholds
 
-__all__ = ["SUMMARY", "Thresholds", "classify", "diagnose"]
+__all__ = ["SUMMARY", "Thresholds", "classify", "diagnose", "export_state", "import_state"]

@@ -22,17 +22,18 @@ kv-pressure is left only below `kv_clear` or after `recent_points` preemption-fr
 without a queue, compute-bound only below `gpu_util_clear_pct`. The verdict at time t
 depends only on scrapes up to t.
 
-The state machine is advanced incrementally: one memo per history (keyed by identity, checked
-against the last point consumed), so a refresh costs one classification per replica; asking
-about an earlier time recomputes from the retained history. `export_state` / `import_state`
-carry it over to a copied Monitor (replay seeking).
+The state machine is advanced incrementally and lives on the history it judges
+(`ReplicaHistory.diagnosis`, opaque to the history), checked against the last point it consumed,
+so a refresh costs one classification per replica and a history copied with its state carries
+on from it; asking about an earlier time recomputes from the retained history. `export_state` /
+`import_state` snapshot and restore it (replay checkpoints). A history and its state are
+advanced by the one thread that ingests into it, so no lock guards them.
 """
 
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass, field, replace
 
 from ..history import ReplicaHistory
@@ -375,17 +376,11 @@ class _Tracker:
             self.cand, self.cand_n = None, 0
 
 
-# Memo of trackers per history, keyed by id(); validated by the identity of the last point
-# consumed (kept alive here, so its id cannot be reused), so a history that was replaced or has
-# dropped that point is recomputed from what it retains. Bounded, least recently used out.
-_MEMO: "OrderedDict[int, _Tracker]" = OrderedDict()
-_MEMO_MAX = 4096
-_LOCK = threading.Lock()  # the refresh worker and a screen asking for triage may call at once
-
-
-def _tracker_locked(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
+def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
+    """The history's state machine advanced to `now` (a fresh one when it has none, when the
+    thresholds changed, or when the history no longer holds the last point it consumed)."""
     pts, scr = h.points, h.scrapes
-    tr = _MEMO.get(id(h))
+    tr = h.diagnosis if isinstance(h.diagnosis, _Tracker) else None
     start = 0
     if tr is not None and (tr.t is t or tr.t == t) and tr.last_point is not None:
         last_ts = tr.last_point[0]
@@ -397,9 +392,9 @@ def _tracker_locked(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
             if pts[i][0] < last_ts:
                 break
         if idx is None:
-            tr = None  # another history had this id, or this one dropped the point: start over
+            tr = None  # state carried from another history, or this one dropped the point: start over
         elif last_ts > now:
-            return _replay(h, now, t)  # asked about the past: recompute, leave the memo alone
+            return _replay(h, now, t)  # asked about the past: recompute, leave the state alone
         else:
             start = idx + 1
     else:
@@ -410,32 +405,24 @@ def _tracker_locked(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
         if pts[i][0] > now:
             break
         tr.advance(scr[i], pts[i])
-    _MEMO[id(h)] = tr
-    _MEMO.move_to_end(id(h))
-    while len(_MEMO) > _MEMO_MAX:
-        _MEMO.popitem(last=False)
+    h.diagnosis = tr
     return tr
 
 
 def export_state(h: ReplicaHistory) -> object | None:
-    """A copy of the verdict state machine kept for `h` (None when there is none), for tools
-    that clone a Monitor (replay seeking); give it to the clone's history with `import_state`."""
-    with _LOCK:
-        tr = _MEMO.get(id(h))
-        if tr is None or tr.last_point is None or not h.points or h.points[-1] is not tr.last_point:
-            return None
-        return replace(tr, tail=deque(tr.tail, maxlen=_TAIL))
+    """A copy of `h`'s verdict state machine (None when it has none up to its last point), for
+    tools that rebuild a history elsewhere (replay checkpoints); give it back with `import_state`."""
+    tr = h.diagnosis
+    if not isinstance(tr, _Tracker) or tr.last_point is None or not h.points or h.points[-1] is not tr.last_point:
+        return None
+    return replace(tr, tail=deque(tr.tail, maxlen=_TAIL))
 
 
 def import_state(h: ReplicaHistory, state: object | None) -> None:
     """Adopt an exported state machine for `h`, a copy of the history it was exported from."""
     if not isinstance(state, _Tracker) or not h.points or h.points[-1][0] != state.last_point[0]:
         return
-    with _LOCK:
-        _MEMO[id(h)] = replace(state, tail=deque(state.tail, maxlen=_TAIL), last_point=h.points[-1])
-        _MEMO.move_to_end(id(h))
-        while len(_MEMO) > _MEMO_MAX:
-            _MEMO.popitem(last=False)
+    h.diagnosis = replace(state, tail=deque(state.tail, maxlen=_TAIL), last_point=h.points[-1])
 
 
 def _replay(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
@@ -455,10 +442,9 @@ def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Find
         since = h.first_error_ts
         return Finding("down", (Evidence("scrape", err, None, "info", True, f"scrape failed: {err}"),),
                        since=since, summary=f"down: {err}")
-    with _LOCK:  # read the tracker's state while no other thread advances it
-        tr = _tracker_locked(h, now, t)
-        state, since, last, n, cand_n = tr.state, tr.since, tr.last, tr.n, tr.cand_n
-        point = tr.tail[-1] if tr.tail else None
+    tr = _tracker(h, now, t)
+    state, since, last, n, cand_n = tr.state, tr.since, tr.last, tr.n, tr.cand_n
+    point = tr.tail[-1] if tr.tail else None
     if state == "unknown" or last is None or point is None:
         need = max(t.min_points, 2)
         return Finding("unknown", (), since=since, summary=f"collecting ({min(n, need)}/{need} scrapes)")

@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..diagnosis import rules as _rules
+from ..diagnosis import export_state, import_state
 from ..model import Scrape
 from ..monitor import Monitor
 from ..offline import polls
@@ -228,7 +228,7 @@ def _trackers(mon: Monitor) -> dict[str, Any]:
     them instead of re-deriving them from the retained window."""
     out = {}
     for name, h in mon.histories.items():
-        state = _rules.export_state(h)
+        state = export_state(h)
         if state is not None:
             out[name] = state
     return out
@@ -238,7 +238,7 @@ def _install(mon: Monitor, trackers: dict[str, Any]) -> None:
     for name, state in trackers.items():
         h = mon.histories.get(name)
         if h is not None:
-            _rules.import_state(h, state)
+            import_state(h, state)
 
 
 def clone_monitor(mon: Monitor) -> Monitor:

@@ -237,6 +237,19 @@ def test_since_is_kept_by_the_monitor_while_the_verdict_holds():
     assert kv and len(set(kv)) == 1 and kv[0] == scr[onset].ts
 
 
+def test_the_monitor_reports_the_since_of_the_histories_state():
+    # compute-bound, then (between two refreshes, e.g. a back-fill) healthy and compute-bound
+    # again: the verdict is the same at both refreshes, but it was re-entered in between
+    mon = Monitor()
+    first = series(4, util=95.0, running=40.0)
+    assert mon.ingest(first).replicas[0].verdict == "compute-bound"
+    util = lambda i: 50.0 if i < 4 else 95.0  # noqa: E731
+    later = series(8, t0=first[-1].ts + 5.0, util=util, running=40.0)
+    f = mon.ingest(later).replicas[0].finding
+    assert f.verdict == "compute-bound"
+    assert f.since == diagnose(mon.histories["r0"], later[-1].ts, T).since == later[4].ts
+
+
 # -- no look-ahead --------------------------------------------------------------------------------
 
 

@@ -7,11 +7,12 @@ the screen shows and what a script sees cannot disagree.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
 from .history import SERIES, ReplicaHistory, Windows
-from .model import SEVERITY, Finding, FleetState, ReplicaView, Scrape
+from .model import SEVERITY, FleetState, ReplicaView, Scrape
 from .sources.base import Source
 
 SPARK_POINTS = 60  # points per sparkline on the fleet screen
@@ -31,7 +32,6 @@ class Monitor:
         self.windows = windows or Windows()
         self.history_len = history_len
         self.histories: dict[str, ReplicaHistory] = {}
-        self._verdicts: dict[str, Finding] = {}  # last finding per replica (for `since`)
         self._latest: dict[str, Scrape] = {}  # last scrape of any kind, for pod/group/error
         self.on_scrapes = on_scrapes  # e.g. the recorder
         self.state = FleetState(ts=time.time(), source=getattr(source, "description", ""), replicas=())
@@ -56,7 +56,6 @@ class Monitor:
         """Drop replicas that no longer exist (deleted pods)."""
         for n in list(names):
             self.histories.pop(n, None)
-            self._verdicts.pop(n, None)
             self._latest.pop(n, None)
 
     def ingest(self, scrapes: list[Scrape], now: float | None = None) -> FleetState:
@@ -77,15 +76,10 @@ class Monitor:
 
     def _view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:
         state = h.state(now)
+        # `since` is the history's own verdict state (kept by the diagnosis across refreshes)
         finding = diagnose(h, now, self.thresholds)
-        prev = self._verdicts.get(name)
-        if prev is not None and prev.verdict == finding.verdict and prev.since is not None:
-            since = prev.since
-        else:
-            since = finding.since if finding.since is not None else now
-        if since != finding.since:
-            finding = Finding(finding.verdict, finding.evidence, since, finding.missing, finding.summary)
-        self._verdicts[name] = finding
+        if finding.since is None:  # nothing judged up to `now` yet
+            finding = replace(finding, since=now)
         last = self._latest.get(name)
         ok = h.last_ok
         sample = ok.sample if ok else None

@@ -8,17 +8,30 @@ from __future__ import annotations
 
 from textual.theme import Theme
 
+from tui.core import verdicts as V
+
+
+def verdict_colours(by_verdict: dict[str, str]) -> dict[str, str]:
+    """{verdict: colour} as theme variables (the registry's colour roles); a theme must colour
+    every registered verdict, so a new verdict cannot be drawn without one."""
+    if set(by_verdict) != set(V.VERDICTS):
+        raise ValueError(f"verdict colours for {sorted(by_verdict)}, not {sorted(V.VERDICTS)}")
+    return {V.BY_NAME[name].colour_role: colour for name, colour in by_verdict.items()}
+
+
 # Variables every kvwatch theme defines; widgets fall back to these when a theme omits one.
 VERDICT_DEFAULTS = {
-    "verdict-kv-pressure": "#ff4d4f",
-    "verdict-node-fault": "#ff79c6",
-    "verdict-down": "#9a9a9a",
-    "verdict-stalled": "#ff9f43",
-    "verdict-concurrency-capped": "#f1c40f",
-    "verdict-host-bound": "#f5a623",
-    "verdict-compute-bound": "#5dade2",
-    "verdict-unknown": "#7f8c8d",
-    "verdict-healthy": "#2ecc71",
+    **verdict_colours({
+        V.KV_PRESSURE: "#ff4d4f",
+        V.NODE_FAULT: "#ff79c6",
+        V.DOWN: "#9a9a9a",
+        V.STALLED: "#ff9f43",
+        V.CONCURRENCY_CAPPED: "#f1c40f",
+        V.HOST_BOUND: "#f5a623",
+        V.COMPUTE_BOUND: "#5dade2",
+        V.UNKNOWN: "#7f8c8d",
+        V.HEALTHY: "#2ecc71",
+    }),
     "pressure-row-bg": "#4d1418",
     "banner-bg": "#b3001b",
     "banner-fg": "#ffffff",
@@ -49,8 +62,8 @@ DARK = Theme(
 )
 
 
-def _vars(**over: str) -> dict[str, str]:
-    return {**VERDICT_DEFAULTS, **{k.replace("_", "-"): v for k, v in over.items()}}
+def _vars(verdicts: dict[str, str], **over: str) -> dict[str, str]:
+    return {**VERDICT_DEFAULTS, **verdict_colours(verdicts), **{k.replace("_", "-"): v for k, v in over.items()}}
 
 
 LIGHT = Theme(
@@ -67,15 +80,17 @@ LIGHT = Theme(
     panel="#dde3ea",
     dark=False,
     variables=_vars(
-        verdict_kv_pressure="#c0001a",
-        verdict_node_fault="#a3007d",
-        verdict_down="#5f6368",
-        verdict_stalled="#b34700",
-        verdict_concurrency_capped="#8a6d00",
-        verdict_host_bound="#a65e00",
-        verdict_compute_bound="#0b5cad",
-        verdict_unknown="#6e7781",
-        verdict_healthy="#1a7f37",
+        {
+            V.KV_PRESSURE: "#c0001a",
+            V.NODE_FAULT: "#a3007d",
+            V.DOWN: "#5f6368",
+            V.STALLED: "#b34700",
+            V.CONCURRENCY_CAPPED: "#8a6d00",
+            V.HOST_BOUND: "#a65e00",
+            V.COMPUTE_BOUND: "#0b5cad",
+            V.UNKNOWN: "#6e7781",
+            V.HEALTHY: "#1a7f37",
+        },
         pressure_row_bg="#ffd7db",
         banner_bg="#c0001a",
         banner_fg="#ffffff",
@@ -106,15 +121,17 @@ HIGH_CONTRAST = Theme(
     luminosity_spread=0.3,
     text_alpha=1.0,
     variables=_vars(
-        verdict_kv_pressure="#ff3030",
-        verdict_node_fault="#ff00ff",
-        verdict_down="#ffffff",
-        verdict_stalled="#ff9900",
-        verdict_concurrency_capped="#ffff00",
-        verdict_host_bound="#ffcc00",
-        verdict_compute_bound="#00ffff",
-        verdict_unknown="#c0c0c0",
-        verdict_healthy="#00ff00",
+        {
+            V.KV_PRESSURE: "#ff3030",
+            V.NODE_FAULT: "#ff00ff",
+            V.DOWN: "#ffffff",
+            V.STALLED: "#ff9900",
+            V.CONCURRENCY_CAPPED: "#ffff00",
+            V.HOST_BOUND: "#ffcc00",
+            V.COMPUTE_BOUND: "#00ffff",
+            V.UNKNOWN: "#c0c0c0",
+            V.HEALTHY: "#00ff00",
+        },
         pressure_row_bg="#800000",
         banner_bg="#ff0000",
         banner_fg="#ffffff",
@@ -145,15 +162,17 @@ COLORBLIND = Theme(
     panel="#23272d",
     dark=True,
     variables=_vars(
-        verdict_kv_pressure="#d55e00",  # vermillion
-        verdict_node_fault="#cc79a7",  # reddish purple
-        verdict_down="#999999",  # grey
-        verdict_stalled="#e69f00",  # orange
-        verdict_concurrency_capped="#f0e442",  # yellow
-        verdict_host_bound="#0072b2",  # blue
-        verdict_compute_bound="#56b4e9",  # sky blue
-        verdict_unknown="#bbbbbb",
-        verdict_healthy="#009e73",  # bluish green
+        {
+            V.KV_PRESSURE: "#d55e00",  # vermillion
+            V.NODE_FAULT: "#cc79a7",  # reddish purple
+            V.DOWN: "#999999",  # grey
+            V.STALLED: "#e69f00",  # orange
+            V.CONCURRENCY_CAPPED: "#f0e442",  # yellow
+            V.HOST_BOUND: "#0072b2",  # blue
+            V.COMPUTE_BOUND: "#56b4e9",  # sky blue
+            V.UNKNOWN: "#bbbbbb",
+            V.HEALTHY: "#009e73",  # bluish green
+        },
         pressure_row_bg="#4a2100",
         banner_bg="#d55e00",
         banner_fg="#000000",

@@ -18,6 +18,7 @@ from textual.widgets.data_table import ColumnKey, RowKey
 
 from tui.core.model import STALE, ReplicaView
 from tui.core.textsafe import clean
+from tui.core.verdicts import KV_PRESSURE
 
 from .format import ASCII_MAP, num, pct, rate, secs
 from .sparkline import auto_top, spark
@@ -211,7 +212,7 @@ class FleetTable(DataTable):
         pal = self._palette()
         m = v.metrics
         verdict_col = pal.get(colour_var(v.verdict), "white")
-        pressured = v.verdict == "kv-pressure"
+        pressured = v.verdict == KV_PRESSURE
         row_bg = pal.get("pressure-row-bg") if pressured else None
         crossed = pal.get("cell-crossed", "red")
         t = self._thresholds

@@ -10,8 +10,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from tui.core.model import VERDICTS, FleetState
+from tui.core.model import FleetState
 from tui.core.textsafe import clean
+from tui.core.verdicts import BY_NAME, KV_PRESSURE, VERDICTS
 
 from .format import asciify, num, rate
 from .verdict import colour_var, label
@@ -130,7 +131,7 @@ class PressureBanner(Static):
         self.ascii = False
 
     def show(self, state: FleetState) -> None:
-        hot = [r.name for r in state.replicas if r.verdict == "kv-pressure"]
+        hot = [r.name for r in state.replicas if r.verdict == KV_PRESSURE]
         self.set_class(bool(hot), "-on")
         if not hot:
             return
@@ -139,7 +140,8 @@ class PressureBanner(Static):
         t = Text(no_wrap=True, overflow="ellipsis",
                  style=f"{pal.get('banner-text-style', 'bold')} {pal.get('banner-fg', 'white')} "
                        f"on {pal.get('banner-bg', 'red')}")
-        t.append(f"{'!' if self.ascii else '▲'} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}: ")
+        kv = BY_NAME[KV_PRESSURE]
+        t.append(f"{kv.ascii_symbol if self.ascii else kv.symbol} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}: ")
         t.append(names)
         t.append("  · enter: evidence")
         if self.ascii:

@@ -1,46 +1,18 @@
-"""How a verdict is written: a symbol and a word always, colour on top (never colour alone)."""
+"""How a verdict is written: a symbol and a word always, colour on top (never colour alone).
+
+Symbols, words and colour roles come from the verdict registry (tui.core.verdicts)."""
 
 from __future__ import annotations
 
-SYMBOL = {
-    "kv-pressure": "▲",
-    "node-fault": "✗",
-    "down": "✗",
-    "stalled": "■",
-    "concurrency-capped": "≡",
-    "host-bound": "◆",
-    "compute-bound": "●",
-    "unknown": "?",
-    "healthy": "✓",
-}
-ASCII_SYMBOL = {
-    "kv-pressure": "!",
-    "node-fault": "X",
-    "down": "X",
-    "stalled": "#",
-    "concurrency-capped": "=",
-    "host-bound": "%",
-    "compute-bound": "*",
-    "unknown": "?",
-    "healthy": "+",
-}
-SHORT = {
-    "kv-pressure": "kv-pressure",
-    "node-fault": "node-fault",
-    "down": "down",
-    "stalled": "stalled",
-    "concurrency-capped": "conc-capped",
-    "host-bound": "host-bound",
-    "compute-bound": "compute",
-    "unknown": "unknown",
-    "healthy": "healthy",
-}
+from tui.core.verdicts import BY_NAME, colour_role
 
 
 def label(verdict: str, *, ascii: bool = False) -> str:
-    sym = (ASCII_SYMBOL if ascii else SYMBOL).get(verdict, "?")
-    return f"{sym} {SHORT.get(verdict, verdict)}"
+    v = BY_NAME.get(verdict)
+    if v is None:  # a verdict this build does not know (a newer recording): its name, marked unknown
+        return f"? {verdict}"
+    return f"{v.ascii_symbol if ascii else v.symbol} {v.short}"
 
 
 def colour_var(verdict: str) -> str:
-    return f"verdict-{verdict}"
+    return colour_role(verdict)

@@ -1,4 +1,7 @@
-"""FleetState as plain JSON-able data (the `--json` mode's line format)."""
+"""FleetState as plain JSON-able data (the `--json` mode's line format).
+
+`verdict` values are the registry's names (tui.core.verdicts): a stable interface for scripts.
+"""
 
 from __future__ import annotations
 

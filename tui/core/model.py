@@ -10,6 +10,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
+# The verdicts and their severity order live in the registry; re-exported for the screens.
+from .verdicts import SEVERITY, VERDICTS  # noqa: F401
+
 # Replica states as shown on screen. "stale": the last scrape failed but an earlier one
 # succeeded recently; "down": nothing usable for longer than the stale window.
 OK, STALE, DOWN = "ok", "stale", "down"
@@ -261,19 +264,6 @@ class Evidence:
         }
 
 
-# Verdicts, most severe first (the fleet screen sorts by this order).
-VERDICTS = (
-    "down",
-    "node-fault",
-    "kv-pressure",
-    "stalled",
-    "concurrency-capped",
-    "host-bound",
-    "compute-bound",
-    "unknown",
-    "healthy",
-)
-SEVERITY = {v: i for i, v in enumerate(VERDICTS)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,9 @@ from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
 from .history import SERIES, ReplicaHistory, Windows
-from .model import SEVERITY, FleetState, ReplicaView, Scrape
+from .model import FleetState, ReplicaView, Scrape
 from .sources.base import Source
+from .verdicts import SEVERITY
 
 SPARK_POINTS = 60  # points per sparkline on the fleet screen
 

@@ -37,19 +37,12 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 from ..history import ReplicaHistory
+from .. import verdicts as V
 from ..model import DOWN, Evidence, Finding, GpuSample
 from .signals import Point, make_point
 from .thresholds import Thresholds
 
-SUMMARY = {
-    "node-fault": "GPU unhealthy: do not tune the server; drain the replica off this node",
-    "stalled": "requests in flight but the engine makes no progress: wedged, restart it (drain first)",
-    "kv-pressure": "KV cache full and preempting: cap concurrency (max-num-seqs) or add KV headroom",
-    "host-bound": "API server CPU-bound while the GPU idles: CPU / tokenizer / network, not the GPU",
-    "concurrency-capped": "queue held by the concurrency cap with KV and GPU headroom: raise max-num-seqs or scale out",
-    "compute-bound": "GPU busy with effective batching: scale out if latency is over the SLO",
-    "healthy": "within thresholds",
-}
+SUMMARY = V.SUMMARY  # the one-line advice per verdict, from the registry
 
 
 # -- evidence helpers ----------------------------------------------------------------------------
@@ -141,7 +134,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         c.add(f"fault{i}", e)
 
     # -- KV ------------------------------------------------------------------------------------
-    in_kv = prev == "kv-pressure"
+    in_kv = prev == V.KV_PRESSURE
     kv_thr = t.kv_clear if in_kv and p.kv is not None and p.kv < t.kv_high else t.kv_high
     e_kv = c.add("kv", cmp("kv_usage", "KV usage", p.kv, ">=", kv_thr,
                            note="kv-pressure is left only below this" if kv_thr != t.kv_high else ""))
@@ -199,8 +192,8 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
             "stalled_intervals", p.stall_run, t.stall_points, ">=", p.stall_run >= t.stall_points,
             f"no engine progress for {p.stall_run} interval(s) with {_fmt(p.in_flight)} in flight"
             if p.stall_run else f"engine progress {_fmt(p.progress)} tokens/steps in the last interval"))
-    stalled_tokens = p.stall_run >= (1 if prev == "stalled" else t.stall_points)
-    stalled_deferred = p.deferred_run >= (1 if prev == "stalled" else t.stall_points)
+    stalled_tokens = p.stall_run >= (1 if prev == V.STALLED else t.stall_points)
+    stalled_deferred = p.deferred_run >= (1 if prev == V.STALLED else t.stall_points)
 
     # -- running vs a cap ----------------------------------------------------------------------
     mns = p.m.max_num_seqs
@@ -237,7 +230,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     util_low = util is not None and util < t.gpu_util_low_pct
     # compute-bound is entered above gpu_util_high_pct and left only below gpu_util_clear_pct:
     # utilisation samples swing with the batch, the verdict should not
-    util_thr = t.gpu_util_clear_pct if prev == "compute-bound" else t.gpu_util_high_pct
+    util_thr = t.gpu_util_clear_pct if prev == V.COMPUTE_BOUND else t.gpu_util_high_pct
     util_high = util is not None and util >= util_thr
     if util is None and p.gpu is not None:
         c.add("util", missing("gpu_util_pct", "GPU util: not reported"))
@@ -263,37 +256,37 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     # -- decide --------------------------------------------------------------------------------
     calm = not kv_high and not preempting and not swapping
     if fault:
-        v = "node-fault"
+        v = V.NODE_FAULT
     elif stalled_tokens or stalled_deferred:
-        v = "stalled"
+        v = V.STALLED
     elif kv_high and (preempting or recently or swapping
                       or (cap_wait and p.queue_run >= (1 if in_kv else t.queue_points))):
-        v = "kv-pressure"
+        v = V.KV_PRESSURE
     elif calm and cpu_sat and (util_low or idle_fallback):
-        v = "host-bound"
+        v = V.HOST_BOUND
     else:
-        capped = calm and cap_wait and at_cap and p.queue_run >= (1 if prev == "concurrency-capped" else 2)
+        capped = calm and cap_wait and at_cap and p.queue_run >= (1 if prev == V.CONCURRENCY_CAPPED else 2)
         compute = calm and util_high and busy and (batch is None or batch_ok)
         # With a queue at the cap, the GPU is the limit only when saturated (raising the cap
         # cannot help then); below that, the cap is what holds the queue.
-        saturated = util is not None and (util >= t.gpu_util_saturated_pct or prev == "compute-bound")
+        saturated = util is not None and (util >= t.gpu_util_saturated_pct or prev == V.COMPUTE_BOUND)
         if compute and (not capped or saturated):
-            v = "compute-bound"
+            v = V.COMPUTE_BOUND
         elif capped:
-            v = "concurrency-capped"
+            v = V.CONCURRENCY_CAPPED
         else:
-            v = "healthy"
+            v = V.HEALTHY
     return v, c
 
 
 # The comparisons each verdict lists first (the rest follow as context).
 _ORDER = {
-    "stalled": ("progress", "wdef", "waiting", "pinned", "kv"),
-    "kv-pressure": ("kv", "preempt", "preempt_recent", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
-    "host-bound": ("cpu", "util", "idle", "gpu", "kv", "waiting", "batch"),
-    "concurrency-capped": ("wcap", "waiting", "pinned", "kv", "preempt", "util"),
-    "compute-bound": ("util_high", "batch", "kv", "preempt", "gpu_mem"),
-    "healthy": ("kv", "preempt", "waiting", "wcap", "util", "cpu"),
+    V.STALLED: ("progress", "wdef", "waiting", "pinned", "kv"),
+    V.KV_PRESSURE: ("kv", "preempt", "preempt_recent", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
+    V.HOST_BOUND: ("cpu", "util", "idle", "gpu", "kv", "waiting", "batch"),
+    V.CONCURRENCY_CAPPED: ("wcap", "waiting", "pinned", "kv", "preempt", "util"),
+    V.COMPUTE_BOUND: ("util_high", "batch", "kv", "preempt", "gpu_mem"),
+    V.HEALTHY: ("kv", "preempt", "waiting", "wcap", "util", "cpu"),
 }
 
 
@@ -310,9 +303,9 @@ def evidence_for(verdict: str, p: Point, t: Thresholds) -> tuple[list[Evidence],
 
 
 def _ordered(v: str, c: _Checks) -> list[Evidence]:
-    if v == "node-fault":
+    if v == V.NODE_FAULT:
         return c.ordered(tuple(k for k in c.ev if k.startswith("fault")))
-    drop = "util" if v == "compute-bound" else "util_high"
+    drop = "util" if v == V.COMPUTE_BOUND else "util_high"
     return [e for e in c.ordered(_ORDER.get(v, ())) if e is not c.ev.get(drop)]
 
 
@@ -320,7 +313,7 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
 
 # Verdicts whose conditions already demand persistence (a stall or a queue over two scrapes,
 # running pinned, two preemptions): they need no further sustain. node-fault is a hard signal.
-_FAST = frozenset({"node-fault", "stalled", "concurrency-capped", "kv-pressure"})
+_FAST = frozenset({V.NODE_FAULT, V.STALLED, V.CONCURRENCY_CAPPED, V.KV_PRESSURE})
 _TAIL = 8  # points kept for short-window signals
 
 
@@ -334,7 +327,7 @@ class _Tracker:
     tail: deque = field(default_factory=lambda: deque(maxlen=_TAIL))
     last_point: object = None  # the history's (ts, metrics) tuple last consumed (by identity)
     n: int = 0
-    state: str = "unknown"
+    state: str = V.UNKNOWN
     since: float | None = None
     cand: str | None = None
     cand_since: float | None = None
@@ -351,7 +344,7 @@ class _Tracker:
             # back after an outage (often a restarted server): the old verdict and its `since`
             # describe another process; judge afresh
             self.tail.clear()
-            self.n, self.state, self.since, self.cand, self.cand_n = 0, "unknown", None, None, 0
+            self.n, self.state, self.since, self.cand, self.cand_n = 0, V.UNKNOWN, None, None, 0
         p = make_point(scrape, m, list(self.tail), self.t)
         self.tail.append(p)
         self.last_point = point_tuple
@@ -370,7 +363,7 @@ class _Tracker:
             self.cand_n += 1
         else:
             self.cand, self.cand_since, self.cand_n = v, ts, 1
-        need = 1 if (self.state == "unknown" or v in _FAST) else self.t.sustain_points
+        need = 1 if (self.state == V.UNKNOWN or v in _FAST) else self.t.sustain_points
         if self.cand_n >= need:
             self.state, self.since = v, self.cand_since
             self.cand, self.cand_n = None, 0
@@ -440,14 +433,14 @@ def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Find
     if h.state(now) == DOWN:
         err = h.last_error.error if h.last_error is not None else "no successful scrape yet"
         since = h.first_error_ts
-        return Finding("down", (Evidence("scrape", err, None, "info", True, f"scrape failed: {err}"),),
+        return Finding(V.DOWN, (Evidence("scrape", err, None, "info", True, f"scrape failed: {err}"),),
                        since=since, summary=f"down: {err}")
     tr = _tracker(h, now, t)
     state, since, last, n, cand_n = tr.state, tr.since, tr.last, tr.n, tr.cand_n
     point = tr.tail[-1] if tr.tail else None
-    if state == "unknown" or last is None or point is None:
+    if state == V.UNKNOWN or last is None or point is None:
         need = max(t.min_points, 2)
-        return Finding("unknown", (), since=since, summary=f"collecting ({min(n, need)}/{need} scrapes)")
+        return Finding(V.UNKNOWN, (), since=since, summary=f"collecting ({min(n, need)}/{need} scrapes)")
     v, ev, miss = last
     if v != state:
         # held by hysteresis: show the held verdict's case as it stands now, and what is pending

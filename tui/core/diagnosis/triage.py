@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
+from .. import verdicts as V
 from ..history import ReplicaHistory
 from ..model import Evidence, Finding, Histogram, Scrape
 from ..textsafe import clean
@@ -197,7 +198,7 @@ def default_baseline(h: ReplicaHistory, now: float, window_s: float, finding: Fi
     """Before the current problem when there is one (its `since`), else before the recent window."""
     first = h.scrapes[0].ts if h.scrapes else now
     end = now - window_s
-    if finding.verdict not in ("healthy", "unknown") and finding.since is not None and first < finding.since < end:
+    if finding.verdict not in (V.HEALTHY, V.UNKNOWN) and finding.since is not None and first < finding.since < end:
         end = finding.since
     return first, end
 
@@ -325,7 +326,7 @@ def _batch(h: ReplicaHistory, finding: Finding, t: Thresholds, window_s: float, 
             ev.append(Evidence(f"{name}_p95_ratio", r, t.latency_recovered_ratio, ">=", r >= t.latency_recovered_ratio,
                                f"{label} p95 {p_now:.3g} s now vs {p_base:.3g} s baseline ({r:.1f}x)"))
     collapsed = m.batch_p95 is not None and m.batch_p95 <= t.batch_collapse and traffic
-    pressured = finding.verdict == "kv-pressure"
+    pressured = finding.verdict == V.KV_PRESSURE
     if pressured and collapsed:
         return TriageItem(8, "batch", title, BAD, "batch collapsed under KV pressure: strongly confirms it", tuple(ev))
     if pressured:
@@ -370,7 +371,7 @@ def triage(h: ReplicaHistory, now: float, t: Thresholds | None = None, *, findin
         seen.setdefault(g, None)
     if items[0].status == BAD:
         stage = "end-stage: the replica is crashing (OOM); lower gpu-memory-utilization before tuning further"
-    elif finding.verdict == "kv-pressure":
+    elif finding.verdict == V.KV_PRESSURE:
         stage = "early: throughput collapse under KV pressure, no crash yet"
     else:
         stage = ""

@@ -10,11 +10,9 @@ import time
 from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
-from .history import SERIES, ReplicaHistory, Windows
+from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
 from .model import SEVERITY, Finding, FleetState, ReplicaView, Scrape
 from .sources.base import Source
-
-SPARK_POINTS = 60  # points per sparkline on the fleet screen
 
 
 class Monitor:

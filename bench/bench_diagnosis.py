@@ -24,7 +24,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tui.core.diagnosis.scenarios import sim_traces, synthetic_traces  # noqa: E402
+from tests.scenarios import sim_traces, synthetic_traces  # noqa: E402
 from tui.core.model import VERDICTS  # noqa: E402
 from tui.core.offline import diagnose_file  # noqa: E402
 from tui.core.record import Recorder  # noqa: E402
@@ -85,7 +85,7 @@ def diagnose_cost(seed: int, replicas: int = 256) -> float:
     """Microseconds per replica per refresh: `replicas` histories fed one pressure trace
     (measured first, before the suite fills memory)."""
     from tui.core.diagnosis import Thresholds, diagnose
-    from tui.core.diagnosis.scenarios import generate, suite
+    from tests.scenarios import generate, suite
     from tui.core.history import ReplicaHistory
 
     scn = next(x for x in suite(seed) if x.name == "long-prompts.v1")

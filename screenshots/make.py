@@ -33,7 +33,7 @@ from tui.core.monitor import Monitor  # noqa: E402
 from tui.core.record import Recorder  # noqa: E402
 from tui.core.sim.fleet import SimFleet  # noqa: E402
 from tui.core.cluster.audit import AuditLog  # noqa: E402
-from tui.core.cluster.demo_source import DemoSource  # noqa: E402
+from tui.core.sources.demo import DemoSource  # noqa: E402
 from tui.core.cluster.sim import SimCluster  # noqa: E402
 from tui.core.sources.replay import ReplaySource  # noqa: E402
 

@@ -316,12 +316,14 @@ class KvwatchApp(App):
     @work(exclusive=True, group="poll", exit_on_error=False)
     async def replay_loop(self) -> None:
         """Feed due polls of the recording to the Monitor one at a time; draw after each batch."""
+        from tui.core.replay import remember
+
         while True:
             src = self.monitor.source
             n = 0
             while src.due():
                 await self.monitor.refresh()
-                src.remember(self.monitor)
+                remember(self.monitor, src)
                 n += 1
                 if n % 50 == 0:
                     await asyncio.sleep(0)  # a fast replay must not starve the keyboard
@@ -353,7 +355,7 @@ class KvwatchApp(App):
 
     def replay_goto(self, k: int) -> None:
         """Show the recording after its first k polls (k >= 1), paused; rebuilt from the start."""
-        from tui.core.sources.replay import rebuild
+        from tui.core.replay import rebuild, remember
 
         src = self.monitor.source
         src.pause()
@@ -362,7 +364,7 @@ class KvwatchApp(App):
             if k > src.pos:
                 while src.pos < k:
                     self.monitor.ingest(src.take())
-                    src.remember(self.monitor)
+                    remember(self.monitor, src)
             else:
                 self.monitor = rebuild(self.monitor, src, k)
         self._replay_drawn()
@@ -376,7 +378,7 @@ class KvwatchApp(App):
         self.replay_goto(src.pos + delta)
 
     def action_replay_next_change(self) -> None:
-        from tui.core.sources.replay import next_change, rebuild
+        from tui.core.replay import next_change, rebuild
 
         src = self.monitor.source
         src.pause()

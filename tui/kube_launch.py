@@ -111,7 +111,7 @@ def _connect_or_report(args: argparse.Namespace):
 
 
 def run_kube(args: argparse.Namespace) -> int:
-    from .core.cluster.source import ClusterSource
+    from .core.sources.kube import ClusterSource
     from .launch import run
 
     cluster = _connect_or_report(args)
@@ -129,8 +129,8 @@ def run_kube(args: argparse.Namespace) -> int:
 
 def with_cluster(args: argparse.Namespace, prom) -> int:
     """`--prometheus URL` plus Kubernetes flags: Prometheus rows joined to the pod watch."""
-    from .core.cluster.prom_source import PrometheusWithCluster
-    from .core.cluster.source import ClusterSource
+    from .core.sources.prom_kube import PrometheusWithCluster
+    from .core.sources.kube import ClusterSource
     from .launch import run
 
     cluster = _connect_or_report(args)

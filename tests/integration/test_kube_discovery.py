@@ -13,7 +13,7 @@ from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
 from tests.k8s_emulator import vllm_deployment
 from tui.core.cluster.base import ClusterError
 from tui.core.cluster.kube import KubeCluster
-from tui.core.cluster.source import ClusterSource
+from tui.core.sources.kube import ClusterSource
 
 _M = 'engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"'
 PAGE = (  # a vLLM V1 page, trimmed to the gauges kvwatch reads first
@@ -354,7 +354,7 @@ async def test_exec_in_pod_is_refused_under_readonly(env: Env) -> None:
 async def test_prometheus_rows_join_the_pod_watch_and_carry_the_cluster(env: Env) -> None:
     """--prometheus with Kubernetes flags: rows keep Prometheus' metrics and gain the pod's
     restarts, owner and the cluster the mitigation keys act through."""
-    from tui.core.cluster.prom_source import PrometheusWithCluster
+    from tui.core.sources.prom_kube import PrometheusWithCluster
     from tui.core.metrics.extract import parse_vllm, to_sample
     from tui.core.model import Scrape
     from tui.core.monitor import Monitor

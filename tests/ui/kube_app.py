@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from tests.integration.kube_env import NS, Env
 from tui.app import KvwatchApp
-from tui.core.cluster.source import ClusterSource
+from tui.core.sources.kube import ClusterSource
 from tui.core.monitor import Monitor
 
 _M = 'engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"'

@@ -14,7 +14,7 @@ from textual.widgets import Input
 from tests.ui.kube_app import notes, until
 from tui.app import KvwatchApp
 from tui.core.cluster.audit import AuditLog
-from tui.core.cluster.demo_source import DemoSource
+from tui.core.sources.demo import DemoSource
 from tui.core.cluster.sim import SimCluster
 from tui.core.monitor import Monitor
 from tui.core.sim.fleet import SimFleet

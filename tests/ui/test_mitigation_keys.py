@@ -12,7 +12,7 @@ from textual.widgets import Button, Input, Static
 from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
 from tests.ui.kube_app import Pages, kube_app, notes, select, start, until
 from tui.core.cluster.kube import KubeCluster
-from tui.core.cluster.source import ClusterSource
+from tui.core.sources.kube import ClusterSource
 from tui.core.config import Config, ContextProfile
 from tui.core.monitor import Monitor
 from tui.app import KvwatchApp

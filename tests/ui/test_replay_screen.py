@@ -10,7 +10,8 @@ from tests.ui.recordings import phases, write_log
 from tui.app import KvwatchApp
 from tui.core.export import fleet_json
 from tui.core.monitor import Monitor
-from tui.core.sources.replay import ReplaySource, rebuild
+from tui.core.replay import rebuild
+from tui.core.sources.replay import ReplaySource
 from tui.screens.fleet import FleetScreen
 from tui.screens.seek import SeekScreen
 from widgets.fleet_table import FleetTable

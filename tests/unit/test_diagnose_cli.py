@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tui.cli import main
-from tui.core.diagnosis.scenarios import Phase, Scenario, generate
+from tests.scenarios import Phase, Scenario, generate
 from tui.core.offline import diagnose_file, replay
 from tui.core.record import Recorder, scrape_record
 

@@ -11,14 +11,14 @@ from pathlib import Path
 
 from tui.core.cluster.audit import AuditLog
 from tui.core.cluster.base import EventInfo, ReplicaSetInfo
-from tui.core.cluster.sim import SimCluster
-from tui.core.diagnosis.context import (
+from tui.core.cluster.facts import (
     applied_from_audit,
     applied_from_rollouts,
     fetch_facts,
     relevant_events,
     rollouts_from_replicasets,
 )
+from tui.core.cluster.sim import SimCluster
 from tui.core.diagnosis.runbook import Rollout, arg_changes
 from tui.core.model import PodInfo
 from tui.core.sim.fleet import SimFleet

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.core.diagnosis.scenarios import sim_traces, synthetic_traces
+from tests.scenarios import sim_traces, synthetic_traces
 from tui.core.offline import diagnose_file
 from tui.core.record import Recorder
 
@@ -54,7 +54,7 @@ def test_synthetic_slice_meets_the_targets(tmp_path):
 
 @pytest.mark.parametrize("scenario", ["long-prompts", "compute-bound", "throttled-node"])
 def test_simulator_scenarios(tmp_path, scenario):
-    from tui.core.diagnosis import scenarios as S
+    from tests import scenarios as S
 
     old = S.SIM_SCENARIOS
     S.SIM_SCENARIOS = (scenario,)

@@ -41,8 +41,20 @@ def test_core_imports_no_textual_or_rich():
     assert r.returncode == 0, f"core pulled in UI modules:\n{r.stdout}\n{r.stderr}"
 
 
-def test_import_linter_contract_holds():
+def lint_imports() -> subprocess.CompletedProcess:
     exe = Path(sys.executable).with_name("lint-imports")
-    r = subprocess.run([str(exe)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return subprocess.run([str(exe)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_import_linter_contract_holds():
+    r = lint_imports()
     assert r.returncode == 0, r.stdout + r.stderr
     assert "core is UI-free KEPT" in r.stdout
+
+
+def test_core_data_flows_one_way():
+    """sources -> history -> diagnosis -> monitor, with the cluster beside (pyproject.toml)."""
+    r = lint_imports()
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "core data flows one way KEPT" in r.stdout
+    assert "metrics pipeline never imports the cluster or the simulator KEPT" in r.stdout

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from tui.core.diagnosis.scenarios import Phase, Scenario, generate
+from tests.scenarios import Phase, Scenario, generate
 from tui.core.metrics.extract import parse_vllm, to_sample
 from tui.core.model import GpuDevice, GpuSample, PodInfo, Scrape
 from tui.core.monitor import Monitor
@@ -139,7 +139,7 @@ def test_writer_killed_mid_write_leaves_a_readable_log(tmp_path):
     script = (
         "import sys, time\n"
         "from tui.core.record import Recorder\n"
-        "from tui.core.diagnosis.scenarios import Phase, Scenario, generate\n"
+        "from tests.scenarios import Phase, Scenario, generate\n"
         "scn = Scenario('vllm-0', (Phase('healthy', 5000.0),))\n"
         "rec = Recorder(sys.argv[1])\n"
         "for i, (s, _) in enumerate(generate(scn, 1)):\n"

@@ -16,7 +16,8 @@ from tui.core.model import Scrape
 from tui.core.monitor import Monitor
 from tui.core.offline import replay as offline_replay
 from tui.core.record import Recorder
-from tui.core.sources.replay import ReplaySource, next_change, parse_seek, rebuild
+from tui.core.replay import next_change, parse_seek, rebuild
+from tui.core.sources.replay import ReplaySource
 
 class FakeClock:
     def __init__(self) -> None:

@@ -25,7 +25,7 @@ def register(sub, live: argparse.ArgumentParser) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from tui.core.cluster.audit import AuditLog
     from tui.core.cluster.base import policy_for
-    from tui.core.cluster.demo_source import DemoSource
+    from tui.core.sources.demo import DemoSource
     from tui.core.cluster.sim import SimCluster
     from tui.core.sim.fleet import SimFleet
     from tui.kube_launch import audit_path

@@ -36,7 +36,8 @@ def register(sub) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from tui.core.export import fleet_json
-    from tui.core.sources.replay import ReplaySource, parse_seek
+    from tui.core.replay import parse_seek
+    from tui.core.sources.replay import ReplaySource
     from tui.launch import apply_config, make_app, make_monitor, report_config
 
     if not args.speed > 0:

@@ -14,6 +14,7 @@ from typing import Iterable
 from .model import DOWN, OK, STALE, EngineSample, Histogram, ReplicaMetrics, Scrape
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
+SPARK_POINTS = 60  # points per sparkline on the fleet screen (and per Prometheus back-fill)
 SERIES = ("kv_usage", "waiting", "preemptions_per_s", "gpu_memory_pct", "gpu_util_pct", "running", "ttft_p95_s")
 
 

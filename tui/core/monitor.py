@@ -11,12 +11,10 @@ from dataclasses import replace
 from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
-from .history import SERIES, ReplicaHistory, Windows
+from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
 from .model import FleetState, ReplicaView, Scrape
 from .sources.base import Source
 from .verdicts import SEVERITY
-
-SPARK_POINTS = 60  # points per sparkline on the fleet screen
 
 
 class Monitor:

@@ -16,6 +16,7 @@ from .history import Windows
 from .model import Evidence, Scrape
 from .monitor import Monitor
 from .record.reader import LogProblem, read_log
+from .sources.replay import polls
 
 
 @dataclass
@@ -62,20 +63,6 @@ class OfflineResult:
             "problems": [str(p) for p in self.problems],
             "scrapes": self.scrapes,
         }
-
-
-def polls(scrapes: Iterable[Scrape]) -> Iterable[list[Scrape]]:
-    """Group time-ordered scrapes into polls: a replica seen again starts the next poll."""
-    batch: list[Scrape] = []
-    seen: set[str] = set()
-    for s in scrapes:
-        if s.replica in seen:
-            yield batch
-            batch, seen = [], set()
-        batch.append(s)
-        seen.add(s.replica)
-    if batch:
-        yield batch
 
 
 def replay(scrapes: Iterable[Scrape], thresholds: Thresholds | None = None, windows: Windows | None = None,

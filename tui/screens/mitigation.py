@@ -485,7 +485,7 @@ class MitigationMixin:
 
     async def _swap(self, new: Cluster, what: str) -> None:
         """Watch another context / namespace: a new source over `new`; old rows are forgotten."""
-        from tui.core.cluster.source import ClusterSource
+        from tui.core.sources.kube import ClusterSource
 
         app = self.app
         old = app.monitor.source

@@ -11,7 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
-from tui.core.sources.replay import SEEK_HELP, ReplaySource, parse_seek
+from tui.core.replay import SEEK_HELP, parse_seek
+from tui.core.sources.replay import ReplaySource
 
 
 def _clock(ts: float) -> str:

@@ -24,8 +24,9 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tui.core.cluster.facts import fetch_facts
 from tui.core.diagnosis.capacity import CapacityPlan, plan_for_history
-from tui.core.diagnosis.context import ClusterFacts, fetch_facts
+from tui.core.diagnosis.context import ClusterFacts
 from tui.core.diagnosis.runbook import Runbook, _num, runbook
 from tui.core.diagnosis.triage import TriageReport, triage
 from tui.core.model import SEVERITY, FleetState, ReplicaView

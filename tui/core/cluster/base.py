@@ -21,6 +21,7 @@ from fnmatch import fnmatch
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping
 
 from ..model import PodInfo
+from ..results import ActionResult, ClusterError  # noqa: F401 - re-exported: the cluster's API
 from ..textsafe import clean
 from .args import Preflight
 from .audit import AuditLog
@@ -59,24 +60,6 @@ def sanitize(text: str) -> str:
     """Cluster-supplied text made safe for a terminal: colour codes dropped (vLLM logs use them),
     any other control character shown as a visible escape (`textsafe.clean`)."""
     return clean(_ANSI.sub("", text))
-
-
-# --------------------------------------------------------------------------------------------
-# Errors
-
-
-class ClusterError(Exception):
-    """The one exception cluster reads raise. `kind` is one of: forbidden, not-found, conflict,
-    invalid, server, timeout, unreachable, unauthorized, readonly, bad-input, error."""
-
-    def __init__(self, kind: str, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.status = status
-
-    def result(self, prefix: str = "") -> "ActionResult":
-        return ActionResult(False, f"{prefix}{self.message}", self.status, {"kind": self.kind})
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,14 +154,6 @@ class ActionPlan:
     @property
     def confirm_word(self) -> str:
         return self.target.name
-
-
-@dataclass(frozen=True, slots=True)
-class ActionResult:
-    ok: bool
-    message: str
-    status_code: int | None = None
-    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

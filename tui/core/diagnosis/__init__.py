@@ -4,7 +4,7 @@ rules.diagnose      verdict + evidence per replica (used by Monitor on every ref
 triage.triage       diagnostics.md steps 2-8 for one replica, as a structured report
 runbook.runbook     the preemption-thrash flow, live, with the action that acts on each step
 capacity.plan       KV capacity, max concurrency and a max-num-seqs that fits, with the arithmetic
-scenarios           labelled traces of every verdict (tests and bench/bench_diagnosis.py)
+context.ClusterFacts the cluster facts triage and the runbook read, gathered by cluster.facts
 """
 
 from .rules import SUMMARY, classify, diagnose, export_state, import_state

@@ -18,7 +18,7 @@ actions already taken (id -> time), e.g. from the audit log.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ..history import ReplicaHistory
 from ..model import Evidence, Finding
@@ -448,22 +448,3 @@ def _last_pressure(h: ReplicaHistory, now: float, t: Thresholds) -> float | None
             start = s.ts
         in_run = high
     return start
-
-
-def rollouts_from_revisions(revisions: Iterable[tuple[float, str, Mapping[str, Any]]], workload: str = "") -> list[Rollout]:
-    """Rollouts from (ts, revision, container dict) in time order, each diffed with the one before,
-    using cluster.args to read the engine args of each pod template's vLLM container."""
-    from ..cluster.args import ArgError, parse_container
-
-    out: list[Rollout] = []
-    prev: dict[str, Any] | None = None
-    for ts, rev, container in sorted(revisions, key=lambda r: r[0]):
-        try:
-            cmd = parse_container(container)
-            vals = {v.name: v.value for v in cmd.kv_args() if not v.is_default}
-        except ArgError:
-            vals = {}
-        if prev is not None:
-            out.append(Rollout(ts, rev, prev, vals, workload))
-        prev = vals
-    return out

@@ -19,7 +19,7 @@ import asyncio
 import time
 from typing import Callable, Mapping
 
-from ..history import SERIES
+from ..history import SERIES, SPARK_POINTS
 from ..model import Scrape
 from .base import SourceError
 from .gpu import dcgm
@@ -247,8 +247,6 @@ class PrometheusSource:
         memory/compute), keeping the answer small for large fleets. A failure of anything but
         the gauges leaves those values out.
         """
-        from ..monitor import SPARK_POINTS  # here: monitor imports sources
-
         end = self.clock()
         step = step_s or max(1.0, window_s / SPARK_POINTS)
         start = end - window_s

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import Scrape
-from ..sources.base import Source
-from .source import ClusterSource
+from .base import Source
+from .kube import ClusterSource
 
 
 class PrometheusWithCluster:

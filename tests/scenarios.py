@@ -21,8 +21,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ..model import EngineSample, GpuDevice, GpuSample, Histogram, PodInfo, Sample, Scrape
-from ..record.render import render_sample
+from tui.core.model import EngineSample, GpuDevice, GpuSample, Histogram, PodInfo, Sample, Scrape
+from tui.core.record.render import render_sample
 
 INF = math.inf
 TTFT_B = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
@@ -391,10 +391,10 @@ def sim_traces(seed: int = 0, duration: float = 420.0, interval: float = 5.0, re
                v0_replicas: int = 1) -> list[Trace]:
     """Labelled traces from the simulated fleet (tui.core.sim): pages as its servers render them,
     GPU data as its DCGM pages report it, parsed like a live scrape."""
-    from ..metrics.extract import parse_dcgm, parse_vllm, to_gpu, to_sample
-    from ..sim.exposition import PageRenderer, render_dcgm
-    from ..sim.fleet import SimFleet
-    from ..sim.replica import READY
+    from tui.core.metrics.extract import parse_dcgm, parse_vllm, to_gpu, to_sample
+    from tui.core.sim.exposition import PageRenderer, render_dcgm
+    from tui.core.sim.fleet import SimFleet
+    from tui.core.sim.replica import READY
 
     out = []
     t0 = 1_750_000_000.0

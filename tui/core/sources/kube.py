@@ -11,14 +11,33 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
-from typing import Callable
+from typing import TYPE_CHECKING, AsyncIterator, Callable, Protocol
 
 from ..metrics.extract import parse_vllm, to_sample
 from ..metrics.parser import not_metrics_reason
 from ..model import PodInfo, Scrape
-from ..sources.direct import DirectSource, Target
-from ..sources.gpu.nvidia_smi import NvidiaSmiExec
-from .base import Cluster, ClusterError
+from ..results import ClusterError
+from .direct import DirectSource, Target
+from .gpu.nvidia_smi import NvidiaSmiExec
+
+if TYPE_CHECKING:
+    from ..cluster.base import PodEvent
+
+
+class PodCluster(Protocol):
+    """What this source needs from a cluster (`cluster.base.Cluster` satisfies it): the pod
+    watch and each pod's metrics page. Reads raise `ClusterError`. A protocol, so sources never
+    import the cluster package and the cluster's actions stay beside the metrics flow."""
+
+    kind: str
+    context: str
+    namespace: str | None
+
+    def watch_pods(self, namespace: str | None = None, selector: str | None = None) -> AsyncIterator["PodEvent"]: ...
+
+    def metrics_url(self, pod: PodInfo) -> str: ...
+
+    async def fetch_metrics(self, pod: PodInfo, timeout: float = 5.0) -> str: ...
 
 NOT_SERVING = frozenset({"Pending", "Unschedulable", "ContainerCreating", "PodInitializing", "Terminating", "Succeeded", "Failed"})
 
@@ -26,7 +45,7 @@ NOT_SERVING = frozenset({"Pending", "Unschedulable", "ContainerCreating", "PodIn
 class ClusterSource:
     def __init__(
         self,
-        cluster: Cluster,
+        cluster: PodCluster,
         *,
         namespace: str | None = None,
         selector: str | None = None,

@@ -9,9 +9,12 @@ the node-fault diagnosis work as with `--url`.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from ..sources.direct import DirectSource, Target
-from .sim import SimCluster
+from .direct import DirectSource, Target
+
+if TYPE_CHECKING:  # the demo's cluster: a source never imports the cluster package at run time
+    from ..cluster.sim import SimCluster
 
 
 class DemoSource:

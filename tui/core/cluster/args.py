@@ -21,127 +21,26 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from ..engines import vllm as VLLM_MOD
+from ..engines.base import ArgSpec
+
 GiB = 1024**3
 
 # --------------------------------------------------------------------------------------------
 # The flags kvwatch knows
 
 
-@dataclass(frozen=True, slots=True)
-class ArgSpec:
-    name: str  # canonical, dashes: "max-num-seqs"
-    kind: str  # "int" | "float" | "bool" | "choice" | "str" | "tokens" (int, accepts 32k / 32K)
-    default_v1: Any
-    default_v0: Any
-    note: str = ""
-    editable: bool = True
-    choices: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = ()  # other spellings, without the leading dashes
-
-
-KV_CACHE_DTYPES = (
-    "auto",
-    "float16",
-    "bfloat16",
-    "fp8",
-    "fp8_e4m3",
-    "fp8_e5m2",
-    "fp8_inc",
-    "fp8_ds_mla",
-    "nvfp4_ds_mla",
-    "int4_per_token_head",
-    "int8_per_token_head",
-    "fp8_per_token_head",
-    "nvfp4",
-)
-
-SPECS: dict[str, ArgSpec] = {
-    s.name: s
-    for s in (
-        ArgSpec("model", "str", None, None, "required (positional after `vllm serve` or --model)", False),
-        ArgSpec(
-            "max-num-seqs",
-            "int",
-            256,
-            256,
-            "engine default; recent V1 releases use 1024 on >=70 GiB GPUs other than A100",
-        ),
-        ArgSpec(
-            "max-num-batched-tokens",
-            "int",
-            2048,
-            None,
-            "engine default for the API server; 8192 on >=70 GiB GPUs other than A100 in recent V1; "
-            "V0 without chunked prefill: max(max-model-len, 2048)",
-        ),
-        ArgSpec(
-            "gpu-memory-utilization",
-            "float",
-            0.9,
-            0.9,
-            "engine default (0.92 in recent releases); fraction of total GPU memory",
-        ),
-        ArgSpec("max-model-len", "tokens", None, None, "derived from the model config"),
-        ArgSpec("enable-prefix-caching", "bool", True, False, "on by default in V1, off in V0"),
-        ArgSpec("enable-chunked-prefill", "bool", True, False, "on in V1 when the model supports it, off in V0"),
-        ArgSpec("swap-space", "float", None, 4.0, "GiB of CPU swap per GPU; V0 only (removed in V1)"),
-        ArgSpec("kv-cache-dtype", "choice", "auto", "auto", "auto = the model dtype", choices=KV_CACHE_DTYPES),
-        ArgSpec("block-size", "int", 16, 16, "tokens per KV block"),
-        ArgSpec("tensor-parallel-size", "int", 1, 1, "GPUs per replica", False, aliases=("tp",)),
-        ArgSpec(
-            "shutdown-timeout",
-            "int",
-            0,
-            0,
-            "seconds vLLM lets in-flight requests finish after SIGTERM (0 = abort them)",
-            False,
-        ),
-    )
-}
-
-# The order the edit form shows them in (the list), then the read-only ones.
-EDITABLE = (
-    "max-num-seqs",
-    "max-num-batched-tokens",
-    "gpu-memory-utilization",
-    "max-model-len",
-    "enable-prefix-caching",
-    "enable-chunked-prefill",
-    "swap-space",
-    "kv-cache-dtype",
-    "block-size",
-)
-KV_ARGS = EDITABLE + ("tensor-parallel-size", "model")
-
-# Flags that never take a value, so the token after them is not theirs. Anything unknown that is
-# followed by a non-flag token is assumed to take it as its value (argparse's common case).
-_BOOLEAN_FLAGS = frozenset(
-    {
-        "trust-remote-code",
-        "enforce-eager",
-        "disable-log-stats",
-        "disable-log-requests",
-        "enable-log-requests",
-        "enable-auto-tool-choice",
-        "disable-frontend-multiprocessing",
-        "enable-lora",
-        "disable-custom-all-reduce",
-        "enable-expert-parallel",
-        "disable-sliding-window",
-        "skip-tokenizer-init",
-        "enable-prompt-tokens-details",
-        "disable-fastapi-docs",
-        "enable-server-load-tracking",
-        "kv-cache-metrics",
-        "enable-mfu-metrics",
-        "headless",
-    }
-)
-_SHORT_ALIASES = {"tp": "tensor-parallel-size", "pp": "pipeline-parallel-size", "q": "quantization", "O": "compilation-config"}
+# The flags, defaults and command forms are vLLM's own, from its engine module.
+SPECS = VLLM_MOD.SPECS
+KV_CACHE_DTYPES = VLLM_MOD.KV_CACHE_DTYPES
+EDITABLE = VLLM_MOD.EDITABLE
+KV_ARGS = VLLM_MOD.KV_ARGS
+_BOOLEAN_FLAGS = VLLM_MOD.BOOLEAN_FLAGS
+_SHORT_ALIASES = VLLM_MOD.SHORT_ALIASES
 _BOOL_WORDS = {"true": True, "1": True, "yes": True, "on": True, "false": False, "0": False, "no": False, "off": False}
 _SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh", "ksh"})
-_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server", "vllm.entrypoints.cli.main")
-_STRONG_FLAGS = frozenset({"model", "max-num-seqs", "gpu-memory-utilization", "max-model-len", "tensor-parallel-size"})
+_MODULES = VLLM_MOD.MODULES
+_STRONG_FLAGS = VLLM_MOD.STRONG_FLAGS
 
 
 class ArgError(ValueError):

@@ -59,6 +59,25 @@ def test_no_source_hard_wires_the_vllm_parser():
     assert offenders == []
 
 
+def test_one_kv_cache_dtype_list_everywhere():
+    assert A.SPECS["kv-cache-dtype"].choices == VLLM.kv_cache_dtypes
+    for d in VLLM.kv_cache_dtypes:  # the simulator accepts every choice the edit form offers
+        sim_args.EngineArgs(kv_cache_dtype=d).validate()
+    with pytest.raises(ValueError):
+        sim_args.EngineArgs(kv_cache_dtype="fp7").validate()
+
+
+@pytest.mark.parametrize("dtype", [d for d in VLLM.kv_cache_dtypes] + ["float32"])
+def test_kv_bytes_per_token_agree_across_simulator_planner_and_preflight(dtype):
+    m = MODELS["llama-3.1-8b"]
+    arch = capacity.ModelArch(m.layers, m.kv_heads, m.head_dim)
+    want = VLLM.kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, dtype)
+    assert capacity.kv_bytes_per_token(arch, dtype)[0] == want
+    if dtype in VLLM.kv_cache_dtypes:
+        assert m.kv_bytes_per_token(dtype) == want
+    assert A.kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, A._dtype_bytes(dtype)) == want
+
+
 def test_kv_pool_tokens_from_gpu_memory_utilisation_and_weights():
     GiB = 1024**3
     bpt = VLLM.kv_bytes_per_token(32, 8, 128)  # Llama-3-8B bf16: 128 KiB per token
@@ -66,3 +85,12 @@ def test_kv_pool_tokens_from_gpu_memory_utilisation_and_weights():
     assert VLLM.kv_pool_tokens(10 * GiB, 0.5, 6 * GiB, bpt) == 0
     with pytest.raises(ValueError):
         VLLM.kv_pool_bytes(80 * GiB, 1.2, 0)
+
+
+def test_sim_args_and_hardware_do_not_import_each_other():
+    def imports(rel: str) -> set[str]:
+        tree = ast.parse((ROOT / rel).read_text())
+        return {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
+
+    assert "hardware" not in imports("tui/core/sim/args.py")
+

@@ -799,20 +799,17 @@ def args_diff(old: Mapping[str, Any], new: Mapping[str, Any], label: str = "cont
 # --------------------------------------------------------------------------------------------
 # KV preflight: will the replica still start with the new values?
 
-_DTYPE_BYTES = {"float16": 2.0, "bfloat16": 2.0, "auto": 2.0, "nvfp4": 0.5, "int4_per_token_head": 0.5}
-
-
 def _dtype_bytes(dtype: str | None) -> float:
-    if dtype is None:
+    """KV bytes per element; the model dtype is unknown here, so "auto" (or an unknown name) is 2."""
+    try:
+        return VLLM_MOD.ENGINE.cache_dtype_bytes(dtype, 2.0)
+    except ValueError:
         return 2.0
-    if dtype.startswith("fp8") or dtype.startswith("int8"):
-        return 1.0
-    return _DTYPE_BYTES.get(dtype, 2.0)
 
 
 def kv_bytes_per_token(num_layers: int, num_kv_heads: int, head_dim: int, dtype_bytes: float = 2.0) -> float:
     """Full-attention KV bytes per token over the whole model (K and V): engine-args.md §3.1."""
-    return 2.0 * num_layers * num_kv_heads * head_dim * dtype_bytes
+    return float(VLLM_MOD.ENGINE.kv_bytes_per_token(num_layers, num_kv_heads, head_dim, "auto", 1, dtype_bytes))
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+from ..engines.vllm import KV_CACHE_DTYPES
+
 # Engine-arg field -> CLI flag, for showing and diffing container args.
 FLAGS = {
     "max_num_seqs": "--max-num-seqs",
@@ -62,8 +64,6 @@ class EngineArgs:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if self.block_size not in BLOCK_SIZES:
             raise ValueError(f"block_size must be one of {BLOCK_SIZES}, got {self.block_size!r}")
-        from .hardware import KV_CACHE_DTYPES  # local: hardware imports this module
-
         if self.kv_cache_dtype not in KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {', '.join(KV_CACHE_DTYPES)}, got {self.kv_cache_dtype!r}")
         seqs, tokens = self.max_num_seqs, self.max_num_batched_tokens

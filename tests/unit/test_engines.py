@@ -78,6 +78,12 @@ def test_kv_bytes_per_token_agree_across_simulator_planner_and_preflight(dtype):
     assert A.kv_bytes_per_token(m.layers, m.kv_heads, m.head_dim, A._dtype_bytes(dtype)) == want
 
 
+def test_gpu_memory_utilization_default_is_stated_once():
+    assert VLLM.default("gpu-memory-utilization") == 0.9 == A.default_for("gpu-memory-utilization")
+    # The simulated fleet runs above vLLM's default on purpose: a named simulator setting.
+    assert sim_args.EngineArgs().gpu_memory_utilization == sim_args.SIM_GPU_MEMORY_UTILIZATION == 0.92
+
+
 def test_kv_pool_tokens_from_gpu_memory_utilisation_and_weights():
     GiB = 1024**3
     bpt = VLLM.kv_bytes_per_token(32, 8, 128)  # Llama-3-8B bf16: 128 KiB per token
@@ -93,4 +99,3 @@ def test_sim_args_and_hardware_do_not_import_each_other():
         return {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
 
     assert "hardware" not in imports("tui/core/sim/args.py")
-

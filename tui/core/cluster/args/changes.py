@@ -9,9 +9,6 @@ from .parse import VllmCommand
 from .values import SPECS, ArgError, check_range, coerce
 
 
-# Validation of a change set
-
-
 @dataclass(frozen=True)
 class Validation:
     changes: Mapping[str, Any]  # typed values that differ from the current effective ones

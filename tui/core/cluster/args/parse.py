@@ -22,9 +22,6 @@ from .values import (
 )
 
 
-# Parsing
-
-
 @dataclass(frozen=True, slots=True)
 class ArgValue:
     """One KV-relevant flag: what the container runs with, and where that comes from."""

@@ -14,8 +14,6 @@ from .values import ArgError, coerce
 GiB = 1024**3
 
 
-# KV preflight: will the replica still start with the new values?
-
 def _dtype_bytes(dtype: str | None) -> float:
     """KV bytes per element; the model dtype is unknown here, so "auto" (or an unknown name) is 2."""
     try:

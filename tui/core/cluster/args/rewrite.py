@@ -15,9 +15,6 @@ from .tokens import _sh_word, _Tok
 from .values import SPECS, ArgError, format_value
 
 
-# Rewriting, preserving the original form
-
-
 @dataclass(frozen=True)
 class Rewrite:
     container: Mapping[str, Any]  # the new container

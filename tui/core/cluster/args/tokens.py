@@ -11,9 +11,6 @@ from typing import Any, Mapping
 from .values import _SHELLS, ArgError
 
 
-# Tokens with their place in the container spec
-
-
 @dataclass(frozen=True, slots=True)
 class _Tok:
     value: str  # after shell unquoting

@@ -17,9 +17,6 @@ from ...engines.base import ArgSpec
 __all__ = ["ArgSpec"]  # re-exported: the spec type of the flags below
 
 
-# The flags kvwatch knows
-
-
 # The flags, defaults and command forms are vLLM's own, from its engine module.
 SPECS = VLLM_MOD.SPECS
 KV_CACHE_DTYPES = VLLM_MOD.KV_CACHE_DTYPES

@@ -99,3 +99,10 @@ def test_sim_args_and_hardware_do_not_import_each_other():
         return {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
 
     assert "hardware" not in imports("tui/core/sim/args.py")
+
+
+def test_every_metric_an_engine_reads_is_under_the_prefixes_that_mark_its_pages():
+    for e in engines.ENGINES:
+        exposed = [n for names in (*e.scalars.values(), *e.histograms.values()) for n in names]
+        assert exposed and all(n.startswith(e.metric_prefixes) for n in exposed), e.name
+        assert {"kv_usage", "running", "waiting", "preemptions"} <= set(e.scalars)

@@ -38,6 +38,10 @@ class Engine:
     label: str  # shown to the SRE: "vLLM"
     metric_prefixes: tuple[str, ...]  # a page with a family under one of these is this engine's
     parse_page: Callable[[str], Sample]  # /metrics text -> Sample in canonical names
+    # Canonical signal -> the exposed names that carry it, first found wins (renames across
+    # releases); histograms by base name. The Sample's canonical names are the contract.
+    scalars: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    histograms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Containers: argv words that start the server (`vllm serve`), `python -m` modules, and
     # image-name fragments for images whose entrypoint is the server.
     commands: tuple[tuple[str, ...], ...] = ()

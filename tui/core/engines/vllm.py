@@ -9,6 +9,7 @@ GPU, the note on the flag says so.
 
 from __future__ import annotations
 
+from ..metrics import names
 from ..metrics.extract import parse_vllm, to_sample
 from ..model import Sample
 from .base import ArgSpec, Engine
@@ -145,6 +146,8 @@ ENGINE = Engine(
     label="vLLM",
     metric_prefixes=("vllm:",),
     parse_page=parse_page,
+    scalars=names.SCALARS,
+    histograms=names.HISTOGRAMS,
     commands=(("vllm", "serve"),),
     modules=MODULES,
     images=("vllm",),

@@ -18,20 +18,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from ..engines.vllm import DTYPE_BYTES
+from ..engines.vllm import ENGINE as VLLM
 from ..history import ReplicaHistory
 from ..model import Histogram
 from .thresholds import Thresholds
 
 GiB = 1024**3
 
-# KV cache dtype -> bytes per element; "auto" = the model dtype.
-KV_DTYPE_BYTES = {
-    "float16": 2.0, "half": 2.0, "bfloat16": 2.0, "float32": 4.0, "float": 4.0,
-    "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "fp8_inc": 1.0, "fp8_ds_mla": 1.0,
-    "fp8_per_token_head": 1.0, "int8_per_token_head": 1.0, "int4_per_token_head": 0.5,
-    "nvfp4": 0.5, "nvfp4_ds_mla": 0.5,
-}
-_MODEL_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "fp8": 1}
 
 
 def _n(v: float) -> str:
@@ -96,27 +90,20 @@ def arch_from_config(cfg: Mapping) -> ModelArch:
         num_layers=layers,
         num_kv_heads=kv_heads,
         head_dim=head_dim,
-        dtype_bytes=_MODEL_DTYPE_BYTES.get(dtype, 2),
+        dtype_bytes=int(DTYPE_BYTES.get(dtype, 2)),
         name=str(cfg.get("_name_or_path") or cfg.get("model_type") or ""),
         hybrid=hybrid,
         mla=cfg.get("kv_lora_rank") is not None,
     )
 
 
-def kv_dtype_bytes(kv_cache_dtype: str, model_dtype_bytes: int = 2) -> float:
-    if kv_cache_dtype in ("auto", "", None):
-        return float(model_dtype_bytes)
-    if kv_cache_dtype not in KV_DTYPE_BYTES:
-        raise ValueError(f"unknown kv-cache-dtype {kv_cache_dtype!r}")
-    return KV_DTYPE_BYTES[kv_cache_dtype]
-
-
 def kv_bytes_per_token(arch: ModelArch, kv_cache_dtype: str = "auto", tp: int = 1) -> tuple[int, list[str]]:
     """(bytes per token per GPU, the arithmetic as lines)."""
     tp = max(1, int(tp))
     heads = max(1, arch.num_kv_heads // tp)
-    db = kv_dtype_bytes(kv_cache_dtype, arch.dtype_bytes)
-    bpt = int(2 * arch.num_layers * heads * arch.head_dim * db)
+    db = VLLM.cache_dtype_bytes(kv_cache_dtype, arch.dtype_bytes)
+    bpt = VLLM.kv_bytes_per_token(arch.num_layers, arch.num_kv_heads, arch.head_dim, kv_cache_dtype, tp,
+                                  arch.dtype_bytes)
     dt = kv_cache_dtype if kv_cache_dtype not in ("auto", "", None) else f"auto = model dtype"
     heads_txt = f"{arch.num_kv_heads} KV heads / TP {tp} = {heads}" if tp > 1 else f"{heads} KV heads"
     lines = [f"KV bytes per token = 2 (K and V) x {arch.num_layers} layers x {heads_txt} x "
@@ -127,10 +114,8 @@ def kv_bytes_per_token(arch: ModelArch, kv_cache_dtype: str = "auto", tp: int = 
 def kv_budget(total_bytes: float, gpu_memory_utilization: float, weights_bytes: float,
               activation_bytes: float = 0.0, non_torch_bytes: float = 0.0) -> tuple[float, list[str]]:
     """vLLM's KV budget: total x utilisation - weights - activation peak - non-torch."""
-    if not 0 < gpu_memory_utilization <= 1:
-        raise ValueError(f"gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}")
+    budget = VLLM.kv_pool_bytes(total_bytes, gpu_memory_utilization, weights_bytes, activation_bytes, non_torch_bytes)
     usable = total_bytes * gpu_memory_utilization
-    budget = usable - weights_bytes - activation_bytes - non_torch_bytes
     lines = [
         f"usable GPU memory = {_gib(total_bytes)} x gpu-memory-utilization {gpu_memory_utilization:g}"
         f" = {_gib(usable)}",

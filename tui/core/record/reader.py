@@ -15,7 +15,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from ..metrics.extract import parse_vllm, to_sample
+from .. import engines
 from ..metrics.parser import not_metrics_reason
 from ..model import GpuDevice, GpuSample, PodInfo, Scrape
 
@@ -190,7 +190,7 @@ def record_to_scrape(obj, keep_raw: bool = False, notes: list[str] | None = None
     if reason is not None:
         return Scrape(ts=ts, replica=replica, error=reason, gpu=gpu, pod=pod, group=group)
     try:
-        sample = to_sample(parse_vllm(metrics))
+        sample = engines.parse_page(metrics)
     except Exception as e:  # noqa: BLE001 - one odd page must not end the replay (as live)
         return Scrape(ts=ts, replica=replica, error=f"unreadable page ({type(e).__name__})", group=group)
     if not sample.engines:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+from ..engines.vllm import KV_CACHE_DTYPES
+
 # Engine-arg field -> CLI flag, for showing and diffing container args.
 FLAGS = {
     "max_num_seqs": "--max-num-seqs",
@@ -26,12 +28,17 @@ FLAGS = {
 
 BLOCK_SIZES = (1, 8, 16, 32, 64, 128)
 
+# A simulator setting, not vLLM's default (0.9, engines/vllm.py): the simulated fleet runs its
+# pods with --gpu-memory-utilization 0.92 (as recent vLLM releases default to), and the demo's
+# pool sizes, scenarios and screenshots are tuned to the pool that gives.
+SIM_GPU_MEMORY_UTILIZATION = 0.92
+
 
 @dataclass(frozen=True, slots=True)
 class EngineArgs:
     max_num_seqs: int | None = None  # GPUs >= 70 GiB and not A100: 1024, else 256
     max_num_batched_tokens: int | None = None  # API server: 8192 on large GPUs, else 2048
-    gpu_memory_utilization: float = 0.92
+    gpu_memory_utilization: float = SIM_GPU_MEMORY_UTILIZATION
     max_model_len: int | None = None  # None: the model's context length
     enable_prefix_caching: bool = True
     enable_chunked_prefill: bool = True
@@ -62,8 +69,6 @@ class EngineArgs:
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         if self.block_size not in BLOCK_SIZES:
             raise ValueError(f"block_size must be one of {BLOCK_SIZES}, got {self.block_size!r}")
-        from .hardware import KV_CACHE_DTYPES  # local: hardware imports this module
-
         if self.kv_cache_dtype not in KV_CACHE_DTYPES:
             raise ValueError(f"kv_cache_dtype must be one of {', '.join(KV_CACHE_DTYPES)}, got {self.kv_cache_dtype!r}")
         seqs, tokens = self.max_num_seqs, self.max_num_batched_tokens
@@ -80,7 +85,7 @@ class EngineArgs:
             )
 
     def cli(self) -> list[str]:
-        """The flags that differ from vLLM's defaults, as `vllm serve` arguments."""
+        """The flags that differ from the simulator's defaults, as `vllm serve` arguments."""
         out: list[str] = []
         defaults = EngineArgs()
         for f in fields(self):

@@ -12,6 +12,12 @@ out of the same state.
 Decoding requests are kept as aggregates (count, block-boundary phases, sum of KV offsets and a
 heap of finish steps) so a step costs O(1) in the batch size, and stretches of pure decode with
 nothing to change are advanced many steps at once.
+
+One module (~500 lines) on purpose: it is one class whose methods all share the scheduler's
+mutable state (block pool, queues, decode aggregates, counters) within a step; split across
+files, each piece would reach into the others' private state. Its parts that stand alone
+already live beside it (buckets.py, hardware.py, workload.py). This is the simulated engine
+core, not an `engines.Engine` (the interface to a real engine's pages and flags).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 
+from ..engines.vllm import ENGINE as VLLM
 from . import scenarios as S
 from .args import EngineArgs
 from .exposition import CONTENT_TYPE, PageRenderer, render_dcgm
@@ -111,8 +112,10 @@ class SimFleet:
         if n1:
             self._add_group(dep.group, dep, n1, False)
         if v0_replicas:
-            v0dep = replace(dep, group=dep.group + "-v0", args=replace(dep.args, gpu_memory_utilization=0.9,
-                                                                       enable_prefix_caching=False))
+            # V0 replicas run with vLLM V0's own defaults, as V0 pods without those flags do.
+            v0_args = replace(dep.args, gpu_memory_utilization=VLLM.default("gpu-memory-utilization", "v0"),
+                              enable_prefix_caching=VLLM.default("enable-prefix-caching", "v0"))
+            v0dep = replace(dep, group=dep.group + "-v0", args=v0_args)
             self._add_group(v0dep.group, v0dep, v0_replicas, True)
         for g in list(self._groups.values()):
             for i in range(g.base):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..engines.vllm import ENGINE as VLLM
 from .args import EngineArgs
 
 GiB = 1024**3
@@ -46,9 +47,7 @@ class ModelSpec:
     dtype_bytes: int = 2
 
     def kv_bytes_per_token(self, cache_dtype: str = "auto", tp: int = 1) -> int:
-        """2 (K and V) x layers x kv_heads per rank x head_dim x dtype bytes."""
-        heads = max(1, self.kv_heads // max(1, tp))
-        return 2 * self.layers * heads * self.head_dim * cache_dtype_bytes(cache_dtype, self.dtype_bytes)
+        return VLLM.kv_bytes_per_token(self.layers, self.kv_heads, self.head_dim, cache_dtype, tp, self.dtype_bytes)
 
 
 GPUS: dict[str, GpuSpec] = {
@@ -69,17 +68,6 @@ MODELS: dict[str, ModelSpec] = {
         ModelSpec("qwen2.5-7b", "Qwen/Qwen2.5-7B-Instruct", 7.62e9, int(14.19 * GiB), 28, 4, 128, 32768),
     )
 }
-
-_DTYPE_BYTES = {"auto": None, "float16": 2, "bfloat16": 2, "half": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
-KV_CACHE_DTYPES = tuple(_DTYPE_BYTES)
-
-
-def cache_dtype_bytes(cache_dtype: str, model_dtype_bytes: int = 2) -> int:
-    if cache_dtype not in _DTYPE_BYTES:
-        raise ValueError(f"unknown kv_cache_dtype {cache_dtype!r}; expected one of {', '.join(KV_CACHE_DTYPES)}")
-    b = _DTYPE_BYTES[cache_dtype]
-    return model_dtype_bytes if b is None else b
-
 
 @dataclass(frozen=True, slots=True)
 class KvPlan:

@@ -23,7 +23,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from ..metrics.extract import parse_dcgm, parse_vllm, to_gpu, to_sample
+from .. import engines
+from ..metrics.extract import parse_dcgm, to_gpu
 from ..metrics.parser import Page, content_type_reason, not_metrics_reason
 from ..model import GpuSample, Scrape
 
@@ -291,7 +292,7 @@ class DirectSource:
         if error is not None:
             return Scrape(ts=ts, replica=t.name, error=error, group=t.group, latency_s=latency)
         try:
-            sample = to_sample(parse_vllm(text))
+            sample = engines.parse_page(text)
         except Exception as e:  # noqa: BLE001 - a bug on one odd page must not stop the poll
             return Scrape(ts=ts, replica=t.name, error=f"unreadable page ({type(e).__name__})",
                           group=t.group, latency_s=latency)

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, AsyncIterator, Callable, Protocol
 
-from ..metrics.extract import parse_vllm, to_sample
+from .. import engines
 from ..metrics.parser import not_metrics_reason
 from ..model import PodInfo, Scrape
 from ..results import ClusterError
@@ -157,7 +157,7 @@ class ClusterSource:
         if reason is not None:
             return Scrape(**base, error=reason, latency_s=latency)
         try:
-            sample = to_sample(parse_vllm(text))
+            sample = engines.parse_page(text)
         except Exception as e:  # noqa: BLE001 - one odd page must not stop the poll
             return Scrape(**base, error=f"unreadable page ({type(e).__name__})", latency_s=latency)
         raw = text if self.keep_raw else None

@@ -950,7 +950,7 @@ class KubeCluster(Cluster):
             **self._flags(),
         )
 
-    async def _spare_pending(self, namespace: str, owner: str) -> str | None:
+    async def spare_pending(self, namespace: str, owner: str) -> str | None:
         try:
             dep = await self._read_workload(namespace, owner, "Deployment")
             sel = selector_string(((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})

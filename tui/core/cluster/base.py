@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from abc import ABC, abstractmethod
-from typing import Any, AsyncIterator, Awaitable, Mapping
+from typing import Any, AsyncIterator, Awaitable
 
 from ..model import PodInfo
 from . import drain as _drain
@@ -43,6 +43,7 @@ from .values import (  # noqa: F401 - re-exported: callers import these from `ba
     ContextPolicy,
     DeploymentInfo,
     DrainStep,
+    EditArgsRequest,
     EventInfo,
     LoadFn,
     LogLines,
@@ -156,23 +157,9 @@ class ClusterActions(ABC):
     # ---- plans (reads only) ----
 
     @abstractmethod
-    async def plan_edit_args(
-        self,
-        namespace: str,
-        name: str,
-        changes: Mapping[str, Any],
-        *,
-        container: str | None = None,
-        preset: str | None = None,
-        cache_config: Mapping[str, Any] | None = None,
-        gpu_total_bytes: float | None = None,
-        kv_bytes_token: float | None = None,
-        generation: str = "v1",
-        kind: str = "Deployment",
-        observed: Mapping[str, Any] | None = None,
-    ) -> ActionPlan:
+    async def plan_edit_args(self, req: EditArgsRequest) -> ActionPlan:
         """Validated args change with its exact diff and patch, presets (`args.PRESETS`) and the KV
-        preflight (`cache_config`: the engine's vllm:cache_config_info labels)."""
+        preflight (`req.cache_config`: the engine's vllm:cache_config_info labels)."""
 
     @abstractmethod
     async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan: ...
@@ -273,19 +260,5 @@ class Cluster(ClusterReads, ClusterActions):
 
     kind = "cluster"
 
-    def drain(
-        self,
-        plan: ActionPlan,
-        load: LoadFn,
-        *,
-        typed_name: str | None = None,
-        cancel: asyncio.Event | None = None,
-        spare_timeout_s: float = 900.0,
-        idle_timeout_s: float = 300.0,
-        poll_s: float = 2.0,
-    ) -> AsyncIterator[DrainStep]:
-        """Run a confirmed drain plan step by step (`drain.drain`)."""
-        return _drain.drain(
-            self, plan, load, typed_name=typed_name, cancel=cancel,
-            spare_timeout_s=spare_timeout_s, idle_timeout_s=idle_timeout_s, poll_s=poll_s,
-        )
+    # the drain is a module of its own that works through the two halves; bound here as a method
+    drain = _drain.drain

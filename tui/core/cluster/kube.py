@@ -33,6 +33,7 @@ from .base import (
     ContextInfo,
     ContextPolicy,
     DeploymentInfo,
+    EditArgsRequest,
     EventInfo,
     LogLines,
     Permission,
@@ -709,35 +710,9 @@ class KubeCluster(Cluster):
 
     # ---- plans ----
 
-    async def plan_edit_args(
-        self,
-        namespace: str,
-        name: str,
-        changes: Mapping[str, Any],
-        *,
-        container: str | None = None,
-        preset: str | None = None,
-        cache_config: Mapping[str, Any] | None = None,
-        gpu_total_bytes: float | None = None,
-        kv_bytes_token: float | None = None,
-        generation: str = "v1",
-        kind: str = "Deployment",
-        observed: Mapping[str, Any] | None = None,
-    ) -> ActionPlan:
-        dep = await self._read_workload(namespace, name, kind)
-        return build_edit_plan(
-            dep,
-            kind,
-            changes,
-            container=container,
-            preset=preset,
-            cache_config=cache_config,
-            gpu_total_bytes=gpu_total_bytes,
-            kv_bytes_token=kv_bytes_token,
-            generation=generation,
-            observed=observed,
-            **self._flags(),
-        )
+    async def plan_edit_args(self, req: EditArgsRequest) -> ActionPlan:
+        dep = await self._read_workload(req.namespace, req.name, req.kind)
+        return build_edit_plan(dep, req, **self._flags())
 
     async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan:
         target = Target(kind, namespace, name)

@@ -20,6 +20,7 @@ from .base import (
     Condition,
     ContainerSpec,
     DeploymentInfo,
+    EditArgsRequest,
     PodRef,
     ReplicaSetInfo,
     RolloutStatus,
@@ -264,20 +265,15 @@ def grace_warnings(pod: Mapping[str, Any], grace_s: int) -> list[str]:
 
 def build_edit_plan(
     dep: Mapping[str, Any],
-    kind: str,
-    changes: Mapping[str, Any],
+    req: EditArgsRequest,
     *,
-    container: str | None = None,
-    preset: str | None = None,
-    cache_config: Mapping[str, Any] | None = None,
-    gpu_total_bytes: float | None = None,
-    kv_bytes_token: float | None = None,
-    generation: str = "v1",
-    observed: Mapping[str, Any] | None = None,
     requires_typed_name: bool = False,
     readonly: bool = False,
     context: str = "",
 ) -> ActionPlan:
+    """The args edit `req` asks for, against the workload `dep` as the API server returned it
+    (its kind is `req.kind`; its namespace and name come from `dep`)."""
+    kind, container, changes = req.kind, req.container, req.changes
     meta = dep.get("metadata") or {}
     ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
     target = Target(kind, ns, name)
@@ -289,16 +285,16 @@ def build_edit_plan(
         return ActionPlan("edit", target, "edit engine args", errors=(f"{target} has no {what}",), **flags)
     c = containers[idx]
     try:
-        cmd = A.parse_container(c, generation)
+        cmd = A.parse_container(c, req.generation)
     except A.ArgError as e:
         return ActionPlan("edit", target, "edit engine args", errors=(str(e),), **flags)
-    observed = dict(observed or {})
-    if cache_config:
-        observed = {**A.observed_from_cache_config(cache_config), **observed}
+    observed = dict(req.observed or {})
+    if req.cache_config:
+        observed = {**A.observed_from_cache_config(req.cache_config), **observed}
     raw = dict(changes)
-    if preset:
+    if req.preset:
         try:
-            raw = {**A.preset(cmd, preset, observed), **raw}
+            raw = {**A.preset(cmd, req.preset, observed), **raw}
         except A.ArgError as e:
             return ActionPlan("edit", target, "edit engine args", errors=(str(e),), **flags)
     v = A.validate(cmd, raw, observed)
@@ -313,7 +309,7 @@ def build_edit_plan(
     except A.ArgError as e:
         return ActionPlan("edit", target, "edit engine args", errors=(str(e),), **flags)
     warnings.extend(rw.notes)
-    pf = A.kv_preflight(cmd, v.changes, cache_config, gpu_total_bytes, kv_bytes_token)
+    pf = A.kv_preflight(cmd, v.changes, req.cache_config, req.gpu_total_bytes, req.kv_bytes_token)
     if pf.status in ("fail", "warn"):
         warnings.extend(pf.messages)
     base = f"/spec/template/spec/containers/{idx}"

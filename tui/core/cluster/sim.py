@@ -38,6 +38,7 @@ from .base import (
     ContextInfo,
     ContextPolicy,
     DeploymentInfo,
+    EditArgsRequest,
     EventInfo,
     LogLines,
     Permission,
@@ -475,36 +476,17 @@ class SimCluster(Cluster):
 
     # ---- plans ----
 
-    async def plan_edit_args(
-        self,
-        namespace: str,
-        name: str,
-        changes: Mapping[str, Any],
-        *,
-        container: str | None = None,
-        preset: str | None = None,
-        cache_config: Mapping[str, Any] | None = None,
-        gpu_total_bytes: float | None = None,
-        kv_bytes_token: float | None = None,
-        generation: str = "v1",
-        kind: str = "Deployment",
-        observed: Mapping[str, Any] | None = None,
-    ) -> ActionPlan:
+    async def plan_edit_args(self, req: EditArgsRequest) -> ActionPlan:
         self.sync()
-        d = self._dep(namespace, name)
-        plan = build_edit_plan(
-            self._dep_dict(d),
-            "Deployment",
-            changes,
-            container=container,
-            preset=preset,
-            cache_config=cache_config,
-            gpu_total_bytes=gpu_total_bytes or d.gpu_total_bytes,
-            kv_bytes_token=kv_bytes_token,
-            generation="v0" if d.v0 else generation,
-            observed=observed,
-            **self._flags(),
+        d = self._dep(req.namespace, req.name)
+        # a simulated group is always a Deployment; its GPU and engine generation are known here
+        req = replace(
+            req,
+            kind="Deployment",
+            gpu_total_bytes=req.gpu_total_bytes or d.gpu_total_bytes,
+            generation="v0" if d.v0 else req.generation,
         )
+        plan = build_edit_plan(self._dep_dict(d), req, **self._flags())
         if not plan.ok or not plan.data.get("changes"):
             return plan
         # The simulator knows vLLM's start-up arithmetic exactly: use it as the preflight.

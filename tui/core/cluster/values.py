@@ -9,7 +9,7 @@ applies to cluster-supplied text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatch
 from typing import Any, Awaitable, Callable, Mapping
 
@@ -135,6 +135,28 @@ class DeploymentInfo:
     uid: str = ""
     strategy: str = "RollingUpdate"
     progress_deadline_s: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EditArgsRequest:
+    """What an engine-args edit asks for, as one value (built by the edit screen, a preset key,
+    or a test): the workload, the flag changes, and the facts the KV preflight needs.
+
+    `changes` maps flag names (no dashes) to new values; `preset` (`args.PRESETS`) adds more;
+    `cache_config` is the engine's vllm:cache_config_info labels."""
+
+    namespace: str
+    name: str
+    changes: Mapping[str, Any] = field(default_factory=dict)
+    _: KW_ONLY
+    kind: str = "Deployment"
+    container: str | None = None
+    preset: str | None = None
+    cache_config: Mapping[str, Any] | None = None
+    gpu_total_bytes: float | None = None
+    kv_bytes_token: float | None = None
+    generation: str = "v1"
+    observed: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

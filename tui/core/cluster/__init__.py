@@ -1,6 +1,8 @@
 """The Kubernetes side of kvwatch, UI-free.
 
-`base` (the interface, results, safety gate, drain), `args` (vLLM engine args in container
-specs), `plans` (API objects -> plans and statuses), `kube` (the official client), `sim` (the
-demo's simulated cluster), `source` (a metrics Source over either), `audit` (the action log).
+`values` (what reads return and actions carry), `base` (the read and action interfaces, the
+safety gate), `drain` (the drain, over those interfaces), `args` (vLLM engine args in container
+specs), `plans` (pure: API objects -> plans and statuses), `kube/` (the official client: reads,
+plans, apply), `sim/` (the demo's simulated cluster), `source` (a metrics Source over either),
+`audit` (the action log).
 """

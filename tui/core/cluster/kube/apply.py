@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..values import ActionPlan, ActionResult, ClusterError
 from ..plans import deployment_info
+from ..values import ActionPlan, ActionResult, ClusterError
 from .transport import KubeTransport
 
 JSON_PATCH = "application/json-patch+json"

@@ -5,22 +5,25 @@ says exactly what would change. Nothing is sent here.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from typing import Any, Mapping
 
-from ..values import RESTARTED_AT_ANNOTATION, ActionPlan, ClusterError, EditArgsRequest, Target
 from ..plans import (
     DEFAULT_ROTATION_LABEL,
     HASH_LABEL,
-    ROTATION_ANNOTATION,
+    bad_replicas,
+    build_cordon_plan,
+    build_delete_pod_plan,
+    build_drain_plan,
     build_edit_plan,
+    build_restart_plan,
     build_rollback_plan,
-    deployment_info,
-    esc,
+    build_scale_plan,
+    build_uncordon_plan,
     grace_warnings,
     owner_of,
     pod_info,
 )
+from ..values import ActionPlan, ClusterError, EditArgsRequest, Target
 from .transport import KubeTransport
 
 
@@ -31,53 +34,22 @@ class KubePlans(KubeTransport):
 
     async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan:
         target = Target(kind, namespace, name)
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            return ActionPlan("scale", target, "scale", errors=(f"replicas must be a whole number >= 0, not {replicas!r}",), **self._flags())
+        refused = bad_replicas(target, replicas, **self._flags())
+        if refused is not None:
+            return refused
         scale = await self._call(self._workload(kind)[2], name, namespace)
         cur = int((scale.get("spec") or {}).get("replicas") or 0)
-        ops = [
-            {"op": "test", "path": "/spec/replicas", "value": cur},
-            {"op": "replace", "path": "/spec/replicas", "value": replicas},
-        ]
         warnings = []
         if replicas > cur:
             warnings.append("each new replica needs free GPUs and loads the model for minutes; watch for Pending pods")
         if replicas == 0:
             warnings.append("0 replicas: the model stops serving")
-        return ActionPlan(
-            "scale",
-            target,
-            f"scale {target}: {cur} -> {replicas} replicas",
-            diff=f"-replicas: {cur}\n+replicas: {replicas}",
-            patch=ops,
-            patch_type="json",
-            subresource="scale",
-            warnings=tuple(warnings),
-            data={"from": cur, "to": replicas},
-            **self._flags(),
-        )
+        return build_scale_plan(target, cur, replicas, warnings, **self._flags())
 
     async def plan_restart(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
         dep = await self._read_workload(namespace, name, kind)
-        info = deployment_info(dep, kind)
         now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-        patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT_ANNOTATION: now}}}}}
-        old = ((dep.get("spec") or {}).get("template") or {}).get("metadata", {}).get("annotations", {}).get(RESTARTED_AT_ANNOTATION)
-        diff = (f"-{RESTARTED_AT_ANNOTATION}: {old}\n" if old else "") + f"+{RESTARTED_AT_ANNOTATION}: {now}"
-        warnings = [f"restarts all {info.replicas} replicas one by one; each reloads the model (minutes)"]
-        if info.strategy == "RollingUpdate":
-            warnings.append("a RollingUpdate needs a free GPU for the surge pod; without one the rollout stalls")
-        return ActionPlan(
-            "restart",
-            Target(kind, namespace, name),
-            f"rollout restart {kind.lower()}/{name}",
-            diff=diff,
-            patch=patch,
-            patch_type="merge",
-            warnings=tuple(warnings),
-            data={"restarted_at": now},
-            **self._flags(),
-        )
+        return build_restart_plan(dep, kind, now, **self._flags())
 
     async def plan_rollback(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
         target = Target(kind, namespace, name)
@@ -89,21 +61,7 @@ class KubePlans(KubeTransport):
 
     async def plan_delete_pod(self, namespace: str, pod: str, grace_s: int = 60) -> ActionPlan:
         p = await self._call(self.core.read_namespaced_pod, pod, namespace)
-        uid = (p.get("metadata") or {}).get("uid")
-        info = pod_info(p)
-        warnings = []
-        if info.owner_kind is None:
-            warnings.append("the pod has no owner: nothing will recreate it")
-        return ActionPlan(
-            "delete-pod",
-            Target("Pod", namespace, pod),
-            f"delete pod/{pod} --grace-period={grace_s}",
-            diff=f"-pod/{pod} (uid {uid})",
-            patch={"gracePeriodSeconds": grace_s, "preconditions": {"uid": uid}},
-            warnings=tuple(warnings),
-            data={"uid": uid, "grace_s": grace_s},
-            **self._flags(),
-        )
+        return build_delete_pod_plan(p, grace_s, **self._flags())
 
     async def _choose_label(self, namespace: str, pod: Mapping[str, Any], label: str | None) -> tuple[str, list[str]]:
         """The label that puts the pod in rotation: configured, else one a Service selects on
@@ -142,62 +100,10 @@ class KubePlans(KubeTransport):
 
     async def plan_cordon(self, namespace: str, pod: str, *, undo: bool = False, label: str | None = None) -> ActionPlan:
         p = await self._call(self.core.read_namespaced_pod, pod, namespace)
-        meta = p.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        ann = meta.get("annotations") or {}
-        target = Target("Pod", namespace, pod)
-        flags = self._flags()
-        ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": meta.get("uid")}]
         if undo:
-            saved = ann.get(ROTATION_ANNOTATION)
-            if not saved:
-                return ActionPlan("cordon", target, f"put {pod} back in rotation", errors=("the pod was not taken out of rotation by kvwatch",), **flags)
-            try:
-                rec = json.loads(saved)
-                key, old = rec["label"], rec.get("value")
-            except (ValueError, KeyError, TypeError):
-                return ActionPlan("cordon", target, "uncordon", errors=(f"unreadable {ROTATION_ANNOTATION} annotation",), **flags)
-            path = f"/metadata/labels/{esc(key)}"
-            if key in labels:
-                ops.append({"op": "test", "path": path, "value": labels[key]})
-            ops.append({"op": "replace" if key in labels else "add", "path": path, "value": old} if old is not None else {"op": "remove", "path": path})
-            ops.append({"op": "remove", "path": f"/metadata/annotations/{esc(ROTATION_ANNOTATION)}"})
-            return ActionPlan(
-                "cordon",
-                target,
-                f"label pod/{pod} {key}={old} (back in rotation)",
-                diff=f"-{key}: {labels.get(key)}\n" + (f"+{key}: {old}" if old is not None else ""),
-                patch=ops,
-                patch_type="json",
-                data={"label": key, "value": old, "undo": True},
-                **flags,
-            )
+            return build_uncordon_plan(p, **self._flags())
         key, notes = await self._choose_label(namespace, p, label)
-        old = labels.get(key)
-        if old == self.drain_value:
-            return ActionPlan("cordon", target, "cordon", errors=(f"{pod} is already out of rotation ({key}={old})",), **flags)
-        path = f"/metadata/labels/{esc(key)}"
-        if not labels:
-            ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
-        if old is not None:
-            ops.append({"op": "test", "path": path, "value": old})
-        ops.append({"op": "replace" if old is not None else "add", "path": path, "value": self.drain_value})
-        record = json.dumps({"label": key, "value": old}, separators=(",", ":"))
-        if not ann:
-            ops.append({"op": "add", "path": "/metadata/annotations", "value": {ROTATION_ANNOTATION: record}})
-        else:
-            ops.append({"op": "add", "path": f"/metadata/annotations/{esc(ROTATION_ANNOTATION)}", "value": record})
-        return ActionPlan(
-            "cordon",
-            target,
-            f"label pod/{pod} {key}={self.drain_value} (out of rotation)",
-            diff=(f"-{key}: {old}\n" if old is not None else "") + f"+{key}: {self.drain_value}",
-            patch=ops,
-            patch_type="json",
-            warnings=tuple(notes),
-            data={"label": key, "value": old, "undo": False},
-            **flags,
-        )
+        return build_cordon_plan(p, key, self.drain_value, notes, **self._flags())
 
     async def plan_drain(self, namespace: str, pod: str, *, label: str | None = None, grace_s: int = 60) -> ActionPlan:
         p = await self._call(self.core.read_namespaced_pod, pod, namespace)
@@ -219,23 +125,4 @@ class KubePlans(KubeTransport):
         warnings.extend(grace_warnings(p, grace_s))
         if (p.get("metadata") or {}).get("labels", {}).get(key) == self.drain_value:
             errors.append(f"{pod} is already out of rotation ({key}={self.drain_value})")
-        steps = []
-        if owner and replicas is not None:
-            steps.append(f"1. scale deployment/{owner} {replicas} -> {replicas + 1}; wait until the spare is ready")
-        steps += [
-            f"2. label pod/{pod} {key}={self.drain_value} (out of rotation)",
-            "3. wait until its running + waiting reaches 0",
-            f"4. delete pod/{pod} --grace-period={grace_s}",
-        ]
-        if owner and replicas is not None:
-            steps.append(f"then: restore deployment/{owner} to {replicas} replicas (restore key)")
-        return ActionPlan(
-            "drain",
-            target,
-            f"drain pod/{pod}",
-            diff="\n".join(steps),
-            warnings=tuple(warnings),
-            errors=tuple(errors),
-            data={"owner": owner, "replicas": replicas, "label": key, "grace_s": grace_s},
-            **self._flags(),
-        )
+        return build_drain_plan(target, owner, replicas, key, self.drain_value, grace_s, warnings, errors, **self._flags())

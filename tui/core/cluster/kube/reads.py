@@ -10,6 +10,18 @@ import datetime as _dt
 from typing import Any, Mapping
 
 from ...model import PodInfo
+from ..plans import (
+    GPU_RESOURCES,
+    HASH_LABEL,
+    compute_rollout,
+    containers_of,
+    deployment_info,
+    pending_reason,
+    pod_ref,
+    selector_string,
+    ts,
+    vllm_index,
+)
 from ..values import (
     ACTION_VERBS,
     LOG_FILTER,
@@ -25,18 +37,6 @@ from ..values import (
     ReplicaSetInfo,
     RolloutStatus,
     sanitize,
-)
-from ..plans import (
-    GPU_RESOURCES,
-    HASH_LABEL,
-    compute_rollout,
-    containers_of,
-    deployment_info,
-    pending_reason,
-    pod_ref,
-    selector_string,
-    ts,
-    vllm_index,
 )
 from .transport import KubeTransport
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import args as A
-from ..plans import build_edit_plan
+from ..plans import bad_replicas, build_drain_plan, build_edit_plan, build_scale_plan
 from ..values import ActionPlan, EditArgsRequest, Target
 from .state import SimState, with_changes
 
@@ -42,14 +42,11 @@ class SimPlans(SimState):
     async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan:
         d = self._dep(namespace, name)
         target = Target("Deployment", namespace, name)
-        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-            return ActionPlan("scale", target, "scale", errors=(f"replicas must be a whole number >= 0, not {replicas!r}",), **self._flags())
-        ops = [{"op": "test", "path": "/spec/replicas", "value": d.desired}, {"op": "replace", "path": "/spec/replicas", "value": replicas}]
+        refused = bad_replicas(target, replicas, **self._flags())
+        if refused is not None:
+            return refused
         warnings = ("each new replica loads the model for minutes before it serves",) if replicas > d.desired else ()
-        return ActionPlan(
-            "scale", target, f"scale {target}: {d.desired} -> {replicas} replicas", diff=f"-replicas: {d.desired}\n+replicas: {replicas}",
-            patch=ops, patch_type="json", subresource="scale", warnings=warnings, data={"from": d.desired, "to": replicas}, **self._flags(),
-        )
+        return build_scale_plan(target, d.desired, replicas, warnings, **self._flags())
 
     async def plan_restart(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
         d = self._dep(namespace, name)
@@ -104,15 +101,6 @@ class SimPlans(SimState):
         d = self._deps[p.owner_name or ""]
         key = label or self.rotation_label
         errors = (f"{pod} is already out of rotation ({key}={self.drain_value})",) if p.labels.get(key) == self.drain_value else ()
-        steps = [
-            f"1. scale deployment/{d.name} {d.desired} -> {d.desired + 1}; wait until the spare is ready",
-            f"2. label pod/{pod} {key}={self.drain_value} (out of rotation)",
-            "3. wait until its running + waiting reaches 0",
-            f"4. delete pod/{pod} --grace-period={grace_s}",
-            f"then: restore deployment/{d.name} to {d.desired} replicas (restore key)",
-        ]
-        return ActionPlan(
-            "drain", Target("Pod", namespace, pod), f"drain pod/{pod}", diff="\n".join(steps), errors=errors,
-            warnings=(f"the spare loads the model for ~{self.load_delay_s:.0f} simulated seconds",),
-            data={"owner": d.name, "replicas": d.desired, "label": key, "grace_s": grace_s}, **self._flags(),
-        )
+        warnings = (f"the spare loads the model for ~{self.load_delay_s:.0f} simulated seconds",)
+        target = Target("Pod", namespace, pod)
+        return build_drain_plan(target, d.name, d.desired, key, self.drain_value, grace_s, warnings, errors, **self._flags())

@@ -85,7 +85,6 @@ class ClusterReads(ABC):
     @abstractmethod
     async def rollout_status(self, namespace: str, name: str, kind: str = "Deployment") -> RolloutStatus: ...
 
-    @abstractmethod
     async def logs(
         self,
         namespace: str,
@@ -94,7 +93,20 @@ class ClusterReads(ABC):
         previous: bool = False,
         tail: int = 2000,
         filtered: bool = True,
-    ) -> LogLines: ...
+    ) -> LogLines:
+        """The pod's last `tail` log lines (its restarted container's with `previous`), made safe
+        for a terminal; with `filtered`, only the KV-cache, CUDA and memory lines."""
+        container, raw = await self._log_lines(namespace, pod, container, previous, tail)
+        lines = [sanitize(ln) for ln in raw]
+        kept = [ln for ln in lines if LOG_FILTER.search(ln)] if filtered else lines
+        return LogLines(pod, container, previous, tuple(kept), len(lines), filtered)
+
+    @abstractmethod
+    async def _log_lines(
+        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int
+    ) -> tuple[str | None, list[str]]:
+        """(the container read, its raw log lines); raises `no_previous_logs` when `previous`
+        is asked of a container that never restarted."""
 
     @abstractmethod
     async def events(self, namespace: str, limit: int = 200, involving: str | None = None) -> list[EventInfo]: ...

@@ -71,6 +71,10 @@ class ClusterError(Exception):
         return ActionResult(False, f"{prefix}{self.message}", self.status, {"kind": self.kind})
 
 
+def no_previous_logs(pod: str) -> ClusterError:
+    return ClusterError("not-found", f"{pod}: no previous (restarted) container to read logs from", 400)
+
+
 # --------------------------------------------------------------------------------------------
 # Plain results
 

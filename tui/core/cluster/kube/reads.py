@@ -24,18 +24,17 @@ from ..plans import (
 )
 from ..values import (
     ACTION_VERBS,
-    LOG_FILTER,
     MUTATING_ACTIONS,
     REVISION_ANNOTATION,
     ClusterError,
     ContextInfo,
     DeploymentInfo,
     EventInfo,
-    LogLines,
     Permission,
     Permissions,
     ReplicaSetInfo,
     RolloutStatus,
+    no_previous_logs,
     sanitize,
 )
 from .transport import KubeTransport
@@ -164,15 +163,9 @@ class KubeReads(KubeTransport):
         rs = ReplicaSetInfo(str(st.get("updateRevision") or ""), 0, info.replicas, info.ready, info.available, refs)
         return RolloutStatus(state, reason, info.replicas, info.updated, info.ready, info.available, info.current, info.generation, info.observed_generation, rs, (), None, info.conditions)
 
-    async def logs(
-        self,
-        namespace: str,
-        pod: str,
-        container: str | None = None,
-        previous: bool = False,
-        tail: int = 2000,
-        filtered: bool = True,
-    ) -> LogLines:
+    async def _log_lines(
+        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int
+    ) -> tuple[str | None, list[str]]:
         if container is None:
             p = await self._call(self.core.read_namespaced_pod, pod, namespace)
             cs = containers_of(p.get("spec") or {})
@@ -185,11 +178,9 @@ class KubeReads(KubeTransport):
             text = await self._call(self.core.read_namespaced_pod_log, pod, namespace, _text=True, **kw)
         except ClusterError as e:
             if previous and e.status == 400:
-                raise ClusterError("not-found", f"{pod}: no previous (restarted) container to read logs from", 400) from None
+                raise no_previous_logs(pod) from None
             raise
-        lines = [sanitize(ln) for ln in text.splitlines()]
-        kept = [ln for ln in lines if LOG_FILTER.search(ln)] if filtered else lines
-        return LogLines(pod, container, previous, tuple(kept), len(lines), filtered)
+        return container, text.splitlines()
 
     async def events(self, namespace: str, limit: int = 200, involving: str | None = None) -> list[EventInfo]:
         kw = {"field_selector": f"involvedObject.name={involving}"} if involving else {}

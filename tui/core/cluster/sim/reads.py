@@ -10,19 +10,18 @@ from ...sim.args import EngineArgs
 from ..plans import compute_rollout
 from ..values import (
     ACTION_VERBS,
-    LOG_FILTER,
     MUTATING_ACTIONS,
     ClusterError,
     ContextInfo,
     DeploymentInfo,
     EventInfo,
-    LogLines,
     Permission,
     Permissions,
     PodEvent,
     PodRef,
     ReplicaSetInfo,
     RolloutStatus,
+    no_previous_logs,
     sanitize,
 )
 from .state import SimRevision, SimState, container_for
@@ -96,25 +95,16 @@ class SimReads(SimState):
         olds = tuple(rs(r) for r in d.revisions[:-1] if by_rev.get(r.number) and rev_of[r.key] == r.number)
         return compute_rollout(info, new, olds, [], self.now())
 
-    async def logs(
-        self,
-        namespace: str,
-        pod: str,
-        container: str | None = None,
-        previous: bool = False,
-        tail: int = 2000,
-        filtered: bool = True,
-    ) -> LogLines:
+    async def _log_lines(
+        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int
+    ) -> tuple[str | None, list[str]]:
         try:
-            lines = [sanitize(x) for x in self.fleet.logs(pod, tail)]
+            lines = list(self.fleet.logs(pod, tail))
         except KeyError:
             raise ClusterError("not-found", f'not found: pods "{pod}" not found', 404) from None
-        if previous:
-            st = self.fleet.status(pod)
-            if st.state != "failed":
-                raise ClusterError("not-found", f"{pod}: no previous (restarted) container to read logs from", 400)
-        kept = [x for x in lines if LOG_FILTER.search(x)] if filtered else lines
-        return LogLines(pod, container or "vllm", previous, tuple(kept), len(lines), filtered)
+        if previous and self.fleet.status(pod).state != "failed":
+            raise no_previous_logs(pod)
+        return container or "vllm", lines
 
     async def events(self, namespace: str, limit: int = 200, involving: str | None = None) -> list[EventInfo]:
         self.sync()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 from .values import ActionPlan, ActionResult, ClusterError, DrainStep, LoadFn
 
@@ -92,11 +92,7 @@ async def _run(
         return cancel is not None and cancel.is_set()
 
     async def uncordon_after_cancel() -> DrainStep:
-        try:
-            p = await cluster.plan_cordon(ns, pod, undo=True, label=plan.data.get("label"))
-            r = await cluster.apply_confirmed(p)  # sub-actions were confirmed with the drain
-        except ClusterError as e:
-            r = e.result()
+        _, r = await _sub_action(cluster, cluster.plan_cordon(ns, pod, undo=True, label=plan.data.get("label")))
         status = "ok" if r.ok else "failed"
         return step("uncordon", status, f"put {pod} back in rotation: {r.message}")
 
@@ -142,12 +138,7 @@ async def _run(
             yield step("scale-up", "warn", "no owning Deployment: no spare replica is started")
 
         # 2. out of rotation
-        try:
-            cp = await cluster.plan_cordon(ns, pod, label=plan.data.get("label"))
-        except ClusterError as e:
-            yield step("cordon", "failed", e.message)
-            return
-        r = await cluster.apply_confirmed(cp)
+        cp, r = await _sub_action(cluster, cluster.plan_cordon(ns, pod, label=plan.data.get("label")))
         if not r.ok:
             yield step("cordon", "failed", r.message)
             return
@@ -186,14 +177,11 @@ async def _run(
 
         # 4. delete
         grace = int(plan.data.get("grace_s", 60))
-        try:
-            dp = await cluster.plan_delete_pod(ns, pod, grace)
-        except ClusterError as e:
-            yield step("delete", "failed", e.message)
-            return
-        r = await cluster.apply_confirmed(dp)
+        dp, r = await _sub_action(cluster, cluster.plan_delete_pod(ns, pod, grace))
         if not r.ok:
             yield step("delete", "failed", r.message)
+            if dp is None:
+                return  # not planned: the clean-up below puts the target back
             yield await uncordon_after_cancel()
             cordoned = False
             return
@@ -208,3 +196,13 @@ async def _run(
                 await uncordon_after_cancel()
             except Exception:  # noqa: BLE001 - best effort on the way out
                 pass
+
+
+async def _sub_action(cluster: Cluster, planned: Awaitable[ActionPlan]) -> tuple[ActionPlan | None, ActionResult]:
+    """Plan one of the drain's steps and apply it through the gate (it was confirmed with the
+    drain itself). The plan is None when planning failed; the result says why."""
+    try:
+        sub = await planned
+    except ClusterError as e:
+        return None, e.result()
+    return sub, await cluster.apply_confirmed(sub)

@@ -9,12 +9,14 @@ import jsonpatch
 
 from tui.core.cluster.base import Target
 from tui.core.cluster.plans import (
+    DEFAULT_ROTATION_LABEL,
     ROTATION_ANNOTATION,
     bad_replicas,
     build_cordon_plan,
     build_drain_plan,
     build_scale_plan,
     build_uncordon_plan,
+    rotation_label,
 )
 
 POD = {
@@ -75,3 +77,17 @@ def test_drain_plan_starts_a_spare_only_with_a_known_owner() -> None:
     no_owner = build_drain_plan(t, None, None, "serving", "draining", 30, errors=["cannot read"])
     assert no_owner.diff.splitlines()[0].startswith("2. label pod/p-1 serving=draining")
     assert not no_owner.ok and no_owner.data["owner"] is None
+
+
+def test_rotation_label_is_one_the_service_selects_and_the_owner_does_not() -> None:
+    pod = copy.deepcopy(POD)
+    pod["metadata"]["labels"]["pod-template-hash"] = "7f9c"
+    pod["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "llama-7f9c", "controller": True}]
+    svc = {"metadata": {"name": "llama"}, "spec": {"selector": {"app": "llama", "serving": "true"}}}
+    other = {"metadata": {"name": "other"}, "spec": {"selector": {"app": "qwen"}}}
+    assert rotation_label(pod, {"app": "llama"}, [other, svc]) == ("serving", ["Service llama selects serving=true"])
+    # a Service that selects only on the owner's labels: changing one would orphan the pod
+    key, notes = rotation_label(pod, {"app": "llama", "serving": "true"}, [svc])
+    assert key == DEFAULT_ROTATION_LABEL and "configure a rotation label" in notes[0] and "Deployment" in notes[0]
+    key, notes = rotation_label(pod, {}, [other])
+    assert key == DEFAULT_ROTATION_LABEL and notes[0].startswith("no Service selects this pod")

@@ -313,6 +313,33 @@ def build_delete_pod_plan(pod: Mapping[str, Any], grace_s: int, **flags: Any) ->
     )
 
 
+def rotation_label(pod: Mapping[str, Any], owner_selector: Mapping[str, str], services: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """The label that takes `pod` out of rotation when changed, and notes on how it was chosen:
+    one a Service selects on that the owner does not (changing an owner-selected label orphans
+    the pod), else `DEFAULT_ROTATION_LABEL`, which no Service selects (for an external router)."""
+    notes: list[str] = []
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    kind, _ = owner_of(pod)
+    owner_keys = {HASH_LABEL} | set(owner_selector)
+    shared: list[str] = []
+    for s in services:
+        selector = (s.get("spec") or {}).get("selector") or {}
+        if selector and all(labels.get(k) == v for k, v in selector.items()):
+            free = [k for k in selector if k not in owner_keys]
+            if free:
+                notes.append(f"Service {s['metadata']['name']} selects {free[0]}={selector[free[0]]}")
+                return free[0], notes
+            shared.extend(selector)
+    if shared:
+        notes.append(
+            f"the Service selects only on labels the {kind} also selects ({', '.join(sorted(set(shared)))}); "
+            f"using {DEFAULT_ROTATION_LABEL!r}, which no Service selects: configure a rotation label"
+        )
+    else:
+        notes.append(f"no Service selects this pod; using label {DEFAULT_ROTATION_LABEL!r} (for an external router)")
+    return DEFAULT_ROTATION_LABEL, notes
+
+
 def _pod_parts(pod: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, str], Mapping[str, str], Target]:
     """A pod's metadata, labels, annotations, and itself as a plan target."""
     meta = pod.get("metadata") or {}

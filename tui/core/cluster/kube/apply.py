@@ -15,6 +15,8 @@ MERGE_PATCH = "application/merge-patch+json"
 
 
 class KubeApply(KubeTransport):
+    """Confirmed plans sent to the API server (dry run first)."""
+
     async def _apply(self, plan: ActionPlan) -> ActionResult:
         t = plan.target
         if plan.action in ("edit", "restart", "rollback"):

@@ -11,6 +11,8 @@ from .transport import KubeTransport
 
 
 class KubeExec(KubeTransport):
+    """Read-only commands inside pods."""
+
     async def exec_in_pod(self, namespace: str, pod: str, container: str | None, argv: Sequence[str]) -> str:
         """Run a read-only command (nvidia-smi) in a pod through the exec API; its stdout+stderr.
 

@@ -9,7 +9,6 @@ from typing import Any, Mapping
 
 from ..plans import (
     DEFAULT_ROTATION_LABEL,
-    HASH_LABEL,
     bad_replicas,
     build_cordon_plan,
     build_delete_pod_plan,
@@ -22,12 +21,15 @@ from ..plans import (
     grace_warnings,
     owner_of,
     pod_info,
+    rotation_label,
 )
 from ..values import ActionPlan, ClusterError, EditArgsRequest, Target
 from .transport import KubeTransport
 
 
 class KubePlans(KubeTransport):
+    """Reads, then the pure builders of `..plans`."""
+
     async def plan_edit_args(self, req: EditArgsRequest) -> ActionPlan:
         dep = await self._read_workload(req.namespace, req.name, req.kind)
         return build_edit_plan(dep, req, **self._flags())
@@ -64,39 +66,20 @@ class KubePlans(KubeTransport):
         return build_delete_pod_plan(p, grace_s, **self._flags())
 
     async def _choose_label(self, namespace: str, pod: Mapping[str, Any], label: str | None) -> tuple[str, list[str]]:
-        """The label that puts the pod in rotation: configured, else one a Service selects on
-        that the owner does not (changing an owner-selected label orphans the pod)."""
-        notes: list[str] = []
+        """The label that puts the pod in rotation (`plans.rotation_label`), from the configured
+        one or the Services in the pod's namespace and its owner's selector."""
         if label or self.rotation_label:
-            return str(label or self.rotation_label), notes
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        owner_keys = {HASH_LABEL}
+            return str(label or self.rotation_label), []
         kind, owner = owner_of(pod)
         try:
+            owner_selector: Mapping[str, str] = {}
             if kind == "Deployment" and owner:
                 dep = await self._read_workload(namespace, owner, "Deployment")
-                owner_keys |= set((((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}))
+                owner_selector = ((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
             svcs = await self._call(self.core.list_namespaced_service, namespace)
         except ClusterError as e:
-            notes.append(f"cannot find the Service selecting this pod ({e.message}); using label {DEFAULT_ROTATION_LABEL!r}")
-            return DEFAULT_ROTATION_LABEL, notes
-        shared: list[str] = []
-        for s in svcs.get("items") or []:
-            selector = (s.get("spec") or {}).get("selector") or {}
-            if selector and all(labels.get(k) == v for k, v in selector.items()):
-                free = [k for k in selector if k not in owner_keys]
-                if free:
-                    notes.append(f"Service {s['metadata']['name']} selects {free[0]}={selector[free[0]]}")
-                    return free[0], notes
-                shared.extend(selector)
-        if shared:
-            notes.append(
-                f"the Service selects only on labels the {kind} also selects ({', '.join(sorted(set(shared)))}); "
-                f"using {DEFAULT_ROTATION_LABEL!r}, which no Service selects: configure a rotation label"
-            )
-        else:
-            notes.append(f"no Service selects this pod; using label {DEFAULT_ROTATION_LABEL!r} (for an external router)")
-        return DEFAULT_ROTATION_LABEL, notes
+            return DEFAULT_ROTATION_LABEL, [f"cannot find the Service selecting this pod ({e.message}); using label {DEFAULT_ROTATION_LABEL!r}"]
+        return rotation_label(pod, owner_selector, svcs.get("items") or [])
 
     async def plan_cordon(self, namespace: str, pod: str, *, undo: bool = False, label: str | None = None) -> ActionPlan:
         p = await self._call(self.core.read_namespaced_pod, pod, namespace)

@@ -41,6 +41,8 @@ from .transport import KubeTransport
 
 
 class KubeReads(KubeTransport):
+    """The read side over the API server."""
+
     async def list_pods(self, namespace: str | None = None, selector: str | None = None) -> list[PodInfo]:
         sel = selector if selector is not None else self.selector
         kw = {"label_selector": sel} if sel else {}

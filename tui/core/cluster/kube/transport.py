@@ -25,6 +25,8 @@ from .errors import map_error
 
 
 class KubeTransport(Cluster):
+    """The client, its calls, construction and the pod discovery filter the other parts share."""
+
     def __init__(
         self,
         api_client: Any,

@@ -15,6 +15,8 @@ from .transport import KubeTransport
 
 
 class KubeWatch(KubeTransport):
+    """The pod watch over the API server."""
+
     async def watch_pods(self, namespace: str | None = None, selector: str | None = None) -> AsyncIterator[PodEvent]:
         """Pod changes as they happen: a SYNC with the full list, then ADDED/MODIFIED/DELETED.
 

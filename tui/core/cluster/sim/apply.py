@@ -11,6 +11,8 @@ from .state import SimDeployment, SimRevision, SimState, with_changes
 
 
 class SimApply(SimState):
+    """Confirmed plans applied to the simulation."""
+
     def _conflict(self, plan: ActionPlan, d: SimDeployment) -> ActionResult | None:
         rv = plan.data.get("resourceVersion")
         if rv is not None and rv != str(d.rv):

@@ -12,6 +12,8 @@ from .state import SimState, with_changes
 
 
 class SimPlans(SimState):
+    """Plans from the simulation's state, with the shared builders."""
+
     async def plan_edit_args(self, req: EditArgsRequest) -> ActionPlan:
         self.sync()
         d = self._dep(req.namespace, req.name)

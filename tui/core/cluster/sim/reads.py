@@ -28,6 +28,8 @@ from .state import SimRevision, SimState, container_for
 
 
 class SimReads(SimState):
+    """The read side over the simulation."""
+
     async def list_pods(self, namespace: str | None = None, selector: str | None = None) -> list[PodInfo]:
         self._ensure_task()
         self.sync()

@@ -68,6 +68,8 @@ def with_changes(args: EngineArgs, changes: Mapping[str, Any]) -> EngineArgs:
 
 
 class SimState(Cluster):
+    """The simulated Deployments, their controllers and the simulated clock."""
+
     def __init__(
         self,
         fleet: SimFleet,

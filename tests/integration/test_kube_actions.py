@@ -10,7 +10,7 @@ from kubernetes import client as k8s
 
 from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
 from tests.k8s_emulator import client_for, vllm_deployment
-from tui.core.cluster.base import PREVIOUS_ARGS_ANNOTATION, RESTARTED_AT_ANNOTATION
+from tui.core.cluster.base import PREVIOUS_ARGS_ANNOTATION, RESTARTED_AT_ANNOTATION, EditArgsRequest
 
 ARGS = ["--max-num-seqs", "256", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--port", "8000"]
 BASE = "/spec/template/spec/containers/0"
@@ -19,7 +19,7 @@ BASE = "/spec/template/spec/containers/0"
 async def test_edit_sends_the_exact_patch_after_a_dry_run(env: Env) -> None:
     c = env.cluster()
     before = env.deployment()
-    plan = await c.plan_edit_args(NS, "llama", {"max-num-seqs": "128"})
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": "128"}))
     assert plan.ok and not env.writes()  # planning only reads
     assert plan.summary == "edit deployment/llama -n serving: --max-num-seqs 128"
     assert [ln for ln in plan.diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("---", "+++")] == ["-- 256", "+- 128"]
@@ -62,7 +62,7 @@ async def test_edit_an_env_referenced_value_changes_only_the_env(env: Env) -> No
     c = env.cluster()
     info = await c.get_deployment(NS, "envform")
     assert info.containers[0].env == (("HF_HOME", "/models"), ("MAX_SEQS", "96"))
-    plan = await c.plan_edit_args(NS, "envform", {"max-num-seqs": 48})
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "envform", {"max-num-seqs": 48}))
     assert plan.patch[:4] == [
         {"op": "test", "path": f"{BASE}/name", "value": "vllm"},
         {"op": "test", "path": f"{BASE}/env/1/name", "value": "MAX_SEQS"},
@@ -76,23 +76,23 @@ async def test_edit_an_env_referenced_value_changes_only_the_env(env: Env) -> No
 
 async def test_presets_validation_and_preflight_in_the_plan(env: Env) -> None:
     c = env.cluster()
-    half = await c.plan_edit_args(NS, "llama", {}, preset="seqs-50")
+    half = await c.plan_edit_args(EditArgsRequest(NS, "llama", {}, preset="seqs-50"))
     assert half.data["changes"] == {"max-num-seqs": 128}
-    bad = await c.plan_edit_args(NS, "llama", {"gpu-memory-utilization": "1.2", "max-num-seqs": "many"})
+    bad = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"gpu-memory-utilization": "1.2", "max-num-seqs": "many"}))
     assert not bad.ok and len(bad.errors) == 2 and bad.patch is None
     res = await c.apply(bad)
     assert not res.ok and "refused" in res.message and not env.writes()
     cache = {"num_gpu_blocks": "5691", "block_size": "16", "gpu_memory_utilization": "0.9"}
-    crash = await c.plan_edit_args(NS, "llama", {}, preset="gmu-0.6", cache_config=cache, gpu_total_bytes=40 * 2**30, kv_bytes_token=131072)
+    crash = await c.plan_edit_args(EditArgsRequest(NS, "llama", {}, preset="gmu-0.6", cache_config=cache, gpu_total_bytes=40 * 2**30, kv_bytes_token=131072))
     assert crash.preflight is not None and crash.preflight.status == "fail"
     assert any("crash-loop" in w for w in crash.warnings)
-    same = await c.plan_edit_args(NS, "llama", {"max-num-seqs": 256})
+    same = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 256}))
     assert same.errors == ("nothing to change: the new values equal the current ones",)
 
 
 async def test_concurrent_change_is_refused_and_nothing_is_lost(env: Env) -> None:
     c = env.cluster()
-    plan = await c.plan_edit_args(NS, "llama", {"max-num-seqs": 128})
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 128}))
     # another SRE edits the same Deployment between our read and our write
     other = k8s.AppsV1Api(client_for(env.srv))
     theirs = ["--max-num-seqs", "256", "--gpu-memory-utilization", "0.85", "--max-model-len", "8192", "--port", "8000"]
@@ -121,7 +121,7 @@ async def test_stale_resource_version_gets_409(env: Env) -> None:
     del d["spec"]["template"]["spec"]["containers"][0]["command"]
     env.emu.add(d)
     c = env.cluster()
-    plan = await c.plan_edit_args(NS, "noargs", {"max-num-seqs": 8})
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "noargs", {"max-num-seqs": 8}))
     assert plan.patch[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": env.deployment("noargs")["metadata"]["resourceVersion"]}
     assert {"op": "add", "path": f"{BASE}/args", "value": ["--max-num-seqs", "8"]} in plan.patch
     other = k8s.AppsV1Api(client_for(env.srv))
@@ -147,8 +147,8 @@ async def _every_mitigation(c, env: Env) -> list:
     pod = env.pods()[0]["metadata"]["name"]
     results = []
     for plan in [
-        await c.plan_edit_args(NS, "llama", {"max-num-seqs": 64}),
-        await c.plan_edit_args(NS, "llama", {}, preset="gmu-0.7"),
+        await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64})),
+        await c.plan_edit_args(EditArgsRequest(NS, "llama", {}, preset="gmu-0.7")),
         await c.plan_scale(NS, "llama", 3),
         await c.plan_restart(NS, "llama"),
         await c.plan_rollback(NS, "llama"),
@@ -167,7 +167,7 @@ async def _every_mitigation(c, env: Env) -> list:
 async def test_readonly_sends_no_mutating_request(env: Env) -> None:
     # give roll back something to roll back to, then start counting requests
     rw = env.cluster()
-    assert (await rw.apply(await rw.plan_edit_args(NS, "llama", {"max-num-seqs": 100}))).ok
+    assert (await rw.apply(await rw.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 100})))).ok
     env.emu.calls.clear()
     n_audit = len(env.audit.read())
     for c in (env.cluster(readonly=True), env.cluster(policy_config={"contexts": {"kind-*": {"readOnly": True}}})):
@@ -231,7 +231,7 @@ async def test_restart_sets_restarted_at_like_kubectl(env: Env) -> None:
 
 async def test_roll_back_restores_the_previous_template(env: Env) -> None:
     c = env.cluster()
-    assert (await c.apply(await c.plan_edit_args(NS, "llama", {"max-num-seqs": 128}))).ok
+    assert (await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 128})))).ok
     assert env.deployment()["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
     template_v2 = env.deployment()["spec"]["template"]
     env.emu.calls.clear()
@@ -270,7 +270,7 @@ async def test_statefulset_edit_scale_and_status(env: Env) -> None:
     sts["status"] = {"replicas": 1, "readyReplicas": 1, "updatedReplicas": 1, "availableReplicas": 1, "currentRevision": "qwen-1", "updateRevision": "qwen-1", "observedGeneration": 1}
     env.emu.add(sts)
     c = env.cluster()
-    plan = await c.plan_edit_args(NS, "qwen", {"max-num-seqs": 32}, kind="StatefulSet")
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "qwen", {"max-num-seqs": 32}, kind="StatefulSet"))
     assert plan.target.kind == "StatefulSet" and plan.ok
     assert (await c.apply(plan)).ok
     assert env.writes()[-1].path == f"/apis/apps/v1/namespaces/{NS}/statefulsets/qwen"

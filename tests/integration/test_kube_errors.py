@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
-from tui.core.cluster.base import ClusterError, sanitize
+from tui.core.cluster.base import ClusterError, EditArgsRequest, sanitize
 
 DEP = f"/apis/apps/v1/namespaces/{NS}/deployments/llama$"
 
@@ -44,7 +44,7 @@ async def test_real_not_found(env: Env) -> None:
 @pytest.mark.parametrize("status,kind", [(403, "forbidden"), (409, "conflict"), (500, "server"), (422, "invalid")])
 async def test_mutation_errors_become_results(env: Env, status: int, kind: str) -> None:
     c = env.cluster()
-    plan = await c.plan_edit_args(NS, "llama", {"max-num-seqs": 100})
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 100}))
     env.emu.fail("PATCH", DEP, status, "admission webhook denied the request" if status == 422 else "nope")
     res = await c.apply(plan)
     assert not res.ok and res.status_code == status and res.details["kind"] == kind
@@ -54,7 +54,7 @@ async def test_mutation_errors_become_results(env: Env, status: int, kind: str) 
 
 async def test_dry_run_refusal_stops_before_the_real_patch(env: Env) -> None:
     c = env.cluster()
-    plan = await c.plan_edit_args(NS, "llama", {"max-num-seqs": 100})
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 100}))
     env.emu.fail("PATCH", DEP, 422, "spec.template.spec.containers[0].args: Invalid value", times=1)
     res = await c.apply(plan)
     assert not res.ok and "server-side dry run refused the change" in res.message and "Invalid value" in res.message

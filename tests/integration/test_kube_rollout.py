@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest_asyncio
 
 from tests.integration.kube_env import NS, Env, make_env
+from tui.core.cluster.base import EditArgsRequest
 
 
 @pytest_asyncio.fixture
@@ -27,7 +28,7 @@ async def test_rollout_transitions_to_done(slow: Env) -> None:
     c = env.cluster()
     st = await c.rollout_status(NS, "llama")
     assert st.state == "done" and st.reason == "successfully rolled out: 2/2 available" and st.old_rs == ()
-    assert (await c.apply(await c.plan_edit_args(NS, "llama", {"max-num-seqs": 128}))).ok
+    assert (await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 128})))).ok
     seen = []
     for _ in range(6):
         st = await c.rollout_status(NS, "llama")
@@ -51,7 +52,7 @@ async def test_rollout_transitions_to_done(slow: Env) -> None:
 async def test_rollout_reason_while_the_model_loads(slow: Env) -> None:
     env = slow
     c = env.cluster()
-    await c.apply(await c.plan_edit_args(NS, "llama", {"max-num-seqs": 64}))
+    await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64})))
     st = await c.rollout_status(NS, "llama")
     assert st.state == "progressing" and st.reason == "1 of 2 new replicas updated"
     pods = st.new_rs.pods
@@ -62,7 +63,7 @@ async def test_observed_generation_lag(slow: Env) -> None:
     env = slow
     env.emu.controllers = False
     c = env.cluster()
-    await c.apply(await c.plan_edit_args(NS, "llama", {"max-num-seqs": 64}))
+    await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64})))
     st = await c.rollout_status(NS, "llama")
     assert (st.state, st.generation, st.observed_generation) == ("progressing", 2, 1)
     assert st.reason == "waiting for the Deployment spec update to be observed"
@@ -75,7 +76,7 @@ async def test_stuck_waiting_for_gpus_then_deadline(slow: Env) -> None:
     env = slow
     env.emu.pod_start = "unschedulable"
     c = env.cluster()
-    await c.apply(await c.plan_edit_args(NS, "llama", {"max-num-seqs": 64}))
+    await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64})))
     st = await c.rollout_status(NS, "llama")
     assert st.state == "stuck" and "waiting for GPUs" in st.reason and "Insufficient nvidia.com/gpu" in st.reason
     assert st.new_rs.pods[0].phase == "Unschedulable"
@@ -89,7 +90,7 @@ async def test_stuck_waiting_for_gpus_then_deadline(slow: Env) -> None:
 async def test_failed_when_new_pods_crash_loop(slow: Env) -> None:
     env = slow
     c = env.cluster()
-    await c.apply(await c.plan_edit_args(NS, "llama", {"gpu-memory-utilization": 0.3}))
+    await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "llama", {"gpu-memory-utilization": 0.3})))
     [new] = _new_pods(env)
     env.emu.crash(NS, new, "Error", 1)
     st = await c.rollout_status(NS, "llama")

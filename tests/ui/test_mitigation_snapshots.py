@@ -7,7 +7,7 @@ from __future__ import annotations
 from tests.ui.conftest import make_app as _make_app
 from tests.ui.conftest import prime
 from tui.core.cluster.audit import AuditLog
-from tui.core.cluster.base import ContextPolicy
+from tui.core.cluster.base import ContextPolicy, EditArgsRequest
 from tui.core.cluster.sim import SimCluster
 from tui.core.config import Config
 from tui.core.sim.fleet import SimFleet
@@ -72,7 +72,7 @@ def test_production_confirm_snapshot(snap_compare, tmp_path):
 
     async def run_before(pilot):
         await prime(pilot, 2)
-        plan = await cluster.plan_edit_args(fleet.namespace, DEP, {}, preset="seqs-50")
+        plan = await cluster.plan_edit_args(EditArgsRequest(fleet.namespace, DEP, {}, preset="seqs-50"))
         assert plan.requires_typed_name
         await pilot.app.push_screen(ConfirmScreen(plan, production=cluster.production))
         await pilot.pause()

@@ -11,6 +11,7 @@ from pathlib import Path
 from tests.ui.scripted import TTFT_BOUNDS, ScriptedSource, gpu, page
 from tui.app import KvwatchApp
 from tui.core.cluster.audit import AuditLog
+from tui.core.cluster.base import EditArgsRequest
 from tui.core.cluster.sim import SimCluster
 from tui.core.diagnosis import Thresholds
 from tui.core.model import EngineSample, Histogram, PodInfo, Sample, Scrape
@@ -94,7 +95,7 @@ def sim_cluster(tmp_path: Path, scenario: str = "steady", replicas: int = 2) -> 
 
 async def roll_out(c: SimCluster, ns: str, changes: dict) -> None:
     """Edit the Deployment's args through the cluster and wait for the rollout to finish."""
-    plan = await c.plan_edit_args(ns, DEP, changes)
+    plan = await c.plan_edit_args(EditArgsRequest(ns, DEP, changes))
     assert plan.ok, plan.errors
     assert (await c.apply(plan)).ok
     for _ in range(60):

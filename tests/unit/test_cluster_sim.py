@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tui.core.cluster.audit import AuditLog
+from tui.core.cluster.base import EditArgsRequest
 from tui.core.cluster.sim import SimCluster
 from tui.core.sim.fleet import SimFleet
 
@@ -56,7 +57,7 @@ async def test_game_day_long_prompts_edit_max_num_seqs_preemptions_fall(tmp_path
     await c.sleep(150)  # healthy chat, then long prompts from t=45 s
     before, kv_before = await rate(c, f)
     assert before > 1.0 and kv_before > 0.95  # pressure: KV pinned, preemptions climbing
-    plan = await c.plan_edit_args(ns, DEP, {}, preset="seqs-50")
+    plan = await c.plan_edit_args(EditArgsRequest(ns, DEP, {}, preset="seqs-50"))
     assert plan.ok and plan.data["changes"] == {"max-num-seqs": 32}
     assert [ln for ln in plan.diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("---", "+++")] == ["-- 64", "+- 32"]
     assert plan.preflight.status == "ok" and "KV pool" in plan.preflight.messages[0]
@@ -109,7 +110,7 @@ async def test_drain_moves_load_to_the_spare(tmp_path: Path) -> None:
 async def test_roll_back_restores_previous_args(tmp_path: Path) -> None:
     f, c = make(tmp_path, replicas=2)
     ns = f.namespace
-    assert (await c.apply(await c.plan_edit_args(ns, DEP, {"max-num-seqs": 16}))).ok
+    assert (await c.apply(await c.plan_edit_args(EditArgsRequest(ns, DEP, {"max-num-seqs": 16})))).ok
     await until_done(c, ns)
     assert {f.engine_args(n).max_num_seqs for n in f.replica_names()} == {16}
     plan = await c.plan_rollback(ns, DEP)
@@ -127,7 +128,7 @@ async def test_roll_back_restores_previous_args(tmp_path: Path) -> None:
 async def test_failed_start_is_reported_and_old_replicas_keep_serving(tmp_path: Path) -> None:
     f, c = make(tmp_path, replicas=2)
     ns = f.namespace
-    plan = await c.plan_edit_args(ns, DEP, {"gpu-memory-utilization": 0.4})
+    plan = await c.plan_edit_args(EditArgsRequest(ns, DEP, {"gpu-memory-utilization": 0.4}))
     assert plan.preflight.status == "fail" and "refuse to start" in plan.preflight.messages[0]
     assert any("No available memory for the cache blocks" in w or "KV cache is needed" in w for w in plan.warnings)
     assert (await c.apply(plan)).ok  # the SRE may insist; the rollout then fails visibly
@@ -152,7 +153,7 @@ async def test_readonly_changes_nothing(tmp_path: Path) -> None:
     target = names[0]
     results = []
     for plan in [
-        await c.plan_edit_args(ns, DEP, {"max-num-seqs": 8}),
+        await c.plan_edit_args(EditArgsRequest(ns, DEP, {"max-num-seqs": 8})),
         await c.plan_scale(ns, DEP, 5),
         await c.plan_restart(ns, DEP),
         await c.plan_cordon(ns, target),
@@ -172,8 +173,8 @@ async def test_readonly_changes_nothing(tmp_path: Path) -> None:
 async def test_concurrent_edit_is_refused(tmp_path: Path) -> None:
     f, c = make(tmp_path, replicas=2)
     ns = f.namespace
-    mine = await c.plan_edit_args(ns, DEP, {"max-num-seqs": 32})
-    theirs = await c.plan_edit_args(ns, DEP, {"max-num-batched-tokens": 1024})
+    mine = await c.plan_edit_args(EditArgsRequest(ns, DEP, {"max-num-seqs": 32}))
+    theirs = await c.plan_edit_args(EditArgsRequest(ns, DEP, {"max-num-batched-tokens": 1024}))
     assert (await c.apply(theirs)).ok
     res = await c.apply(mine)
     assert not res.ok and res.details["kind"] == "conflict" and "--max-num-batched-tokens" in " ".join(res.details["current_args"])

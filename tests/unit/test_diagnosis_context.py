@@ -10,7 +10,7 @@ import datetime as dt
 from pathlib import Path
 
 from tui.core.cluster.audit import AuditLog
-from tui.core.cluster.base import EventInfo, ReplicaSetInfo
+from tui.core.cluster.base import EditArgsRequest, EventInfo, ReplicaSetInfo
 from tui.core.cluster.facts import (
     applied_from_audit,
     applied_from_rollouts,
@@ -33,7 +33,7 @@ def make(tmp_path: Path, scenario: str = "long-prompts") -> tuple[SimFleet, SimC
 
 
 async def edit_and_wait(c: SimCluster, ns: str, changes: dict) -> float:
-    plan = await c.plan_edit_args(ns, DEP, changes)
+    plan = await c.plan_edit_args(EditArgsRequest(ns, DEP, changes))
     assert plan.ok, plan.errors
     at = c.now()
     assert (await c.apply(plan)).ok

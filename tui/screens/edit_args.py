@@ -22,7 +22,7 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from tui.core.cluster import args as A
-from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo
+from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo, EditArgsRequest
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
@@ -343,10 +343,10 @@ class EditArgsScreen(Screen):
         self.query_one("#edit-apply", Button).disabled = True
         try:
             try:
-                plan = await self.cluster.plan_edit_args(
+                plan = await self.cluster.plan_edit_args(EditArgsRequest(
                     self.namespace, self.name_, self.raw_changes_typed(), kind=self.kind,
                     container=self.cmd.container if self.cmd else None, cache_config=self.cache_config or None,
-                    generation=self.generation)
+                    generation=self.generation))
             except ClusterError as e:
                 self.app.notify(clean(e.message), title="edit", severity="error", timeout=10, markup=False)
                 return

@@ -1,236 +1,49 @@
-"""Pure translations between Kubernetes API objects (dicts) and kvwatch's plans and results.
+"""Pure plan builders: API objects (dicts) and facts in, `ActionPlan`s and statuses out.
 
-No client, no I/O: `kube.KubeCluster` feeds these with what the API server returns, `sim.SimCluster`
-with synthetic objects of the same shape, and tests with literal dicts.
+No client, no I/O: the adapters read, then call these (`kube.KubeCluster` with what the API
+server returns, `sim.SimCluster` with synthetic objects of the same shape), and tests call them
+with literal dicts. The API-object conversions live in `convert`, re-exported here.
 """
 
 from __future__ import annotations
 
 import copy
-import datetime as _dt
-import re
-from typing import Any, Mapping
+import json
+from typing import Any, Mapping, Sequence
 
 from . import args as A
-from .base import (
+from .convert import (  # noqa: F401 - re-exported: callers import these from `plans`
+    DEFAULT_ROTATION_LABEL,
+    GPU_RESOURCES,
+    HASH_LABEL,
+    ROTATION_ANNOTATION,
+    conditions_of,
+    container_spec,
+    containers_of,
+    deployment_info,
+    esc,
+    metrics_port,
+    owner_of,
+    pending_reason,
+    pod_info,
+    pod_ref,
+    prestop_sleep_s,
+    selector_string,
+    ts,
+    vllm_index,
+)
+from .values import (
     CHANGE_CAUSE_ANNOTATION,
     PREVIOUS_ARGS_ANNOTATION,
+    RESTARTED_AT_ANNOTATION,
     REVISION_ANNOTATION,
     ActionPlan,
-    Condition,
-    ContainerSpec,
     DeploymentInfo,
-    PodRef,
+    EditArgsRequest,
     ReplicaSetInfo,
     RolloutStatus,
     Target,
-    sanitize,
 )
-from ..model import PodInfo
-
-ROTATION_ANNOTATION = "kvwatch.io/rotation-label"  # on a drained pod: the label value to restore
-DEFAULT_ROTATION_LABEL = "serving"
-HASH_LABEL = "pod-template-hash"
-GPU_RESOURCES = ("nvidia.com/gpu", "amd.com/gpu")
-
-
-def esc(key: str) -> str:
-    """JSON Pointer escaping (RFC 6901) for label / annotation keys."""
-    return key.replace("~", "~0").replace("/", "~1")
-
-
-# --------------------------------------------------------------------------------------------
-# Conversions from API dicts
-
-
-def ts(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return _dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def containers_of(pod_spec: Mapping[str, Any]) -> list[dict]:
-    return list((pod_spec or {}).get("containers") or [])
-
-
-def vllm_index(containers: list[Mapping[str, Any]], name: str | None = None) -> int | None:
-    found = A.find_vllm_container(containers, name)
-    return found[0] if found else None
-
-
-def container_spec(c: Mapping[str, Any]) -> ContainerSpec:
-    env = tuple((str(e.get("name")), (str(e["value"]) if "value" in e else None)) for e in c.get("env") or ())
-    return ContainerSpec(
-        str(c.get("name") or ""),
-        c.get("image"),
-        tuple(str(x) for x in c.get("command") or ()),
-        tuple(str(x) for x in c.get("args") or ()),
-        env,
-    )
-
-
-def owner_of(pod: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(kind, name) of the pod's workload: ReplicaSet -> Deployment by the template-hash suffix."""
-    meta = pod.get("metadata") or {}
-    refs = meta.get("ownerReferences") or []
-    ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
-    if not ref:
-        return None, None
-    kind, name = ref.get("kind"), ref.get("name")
-    if kind == "ReplicaSet":
-        h = (meta.get("labels") or {}).get(HASH_LABEL)
-        if h and name and name.endswith("-" + h):
-            return "Deployment", name[: -len(h) - 1]
-    return kind, name
-
-
-def pod_info(pod: Mapping[str, Any], owner: tuple[str | None, str | None] | None = None) -> PodInfo:
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    containers = containers_of(spec)
-    vi = vllm_index(containers)
-    vname = containers[vi].get("name") if vi is not None else None
-    statuses = status.get("containerStatuses") or []
-    cs = next((s for s in statuses if s.get("name") == vname), statuses[0] if statuses else None)
-    restarts = int(cs.get("restartCount") or 0) if cs else 0
-    reason = code = None
-    phase = status.get("phase")
-    if cs:
-        last = (cs.get("lastState") or {}).get("terminated") or (cs.get("state") or {}).get("terminated")
-        if last:
-            reason = last.get("reason")
-            code = last.get("exitCode")
-        waiting = (cs.get("state") or {}).get("waiting")
-        if waiting and waiting.get("reason"):
-            phase = waiting["reason"]  # CrashLoopBackOff, ContainerCreating, ...
-    if phase == "Pending":
-        for cond in status.get("conditions") or []:
-            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-                phase = "Unschedulable" if cond.get("reason") == "Unschedulable" else phase
-    if meta.get("deletionTimestamp"):
-        phase = "Terminating"
-    ready = None
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "Ready":
-            ready = cond.get("status") == "True"
-    kind, name = owner if owner is not None else owner_of(pod)
-    return PodInfo(
-        namespace=str(meta.get("namespace") or ""),
-        name=str(meta.get("name") or ""),
-        node=spec.get("nodeName"),
-        phase=phase,
-        ready=ready,
-        restarts=restarts,
-        last_termination_reason=reason,
-        last_exit_code=code,
-        owner_kind=kind,
-        owner_name=name,
-        labels=dict(meta.get("labels") or {}),
-        pod_ip=status.get("podIP"),
-    )
-
-
-def conditions_of(status: Mapping[str, Any]) -> tuple[Condition, ...]:
-    return tuple(
-        Condition(
-            str(c.get("type")),
-            str(c.get("status")),
-            str(c.get("reason") or ""),
-            sanitize(str(c.get("message") or "")),
-            c.get("lastUpdateTime") or c.get("lastTransitionTime"),
-        )
-        for c in status.get("conditions") or []
-    )
-
-
-def deployment_info(d: Mapping[str, Any], kind: str = "Deployment") -> DeploymentInfo:
-    meta = d.get("metadata") or {}
-    spec = d.get("spec") or {}
-    status = d.get("status") or {}
-    ann = dict(meta.get("annotations") or {})
-    return DeploymentInfo(
-        name=str(meta.get("name") or ""),
-        namespace=str(meta.get("namespace") or ""),
-        kind=kind,
-        replicas=int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1),
-        ready=int(status.get("readyReplicas") or 0),
-        updated=int(status.get("updatedReplicas") or 0),
-        available=int(status.get("availableReplicas") or 0),
-        current=int(status.get("replicas") or 0),
-        generation=int(meta.get("generation") or 0),
-        observed_generation=int(status.get("observedGeneration") or 0),
-        conditions=conditions_of(status),
-        resource_version=str(meta.get("resourceVersion") or ""),
-        containers=tuple(container_spec(c) for c in containers_of((spec.get("template") or {}).get("spec") or {})),
-        annotations=ann,
-        revision=ann.get(REVISION_ANNOTATION),
-        selector=dict((spec.get("selector") or {}).get("matchLabels") or {}),
-        uid=str(meta.get("uid") or ""),
-        strategy=str((spec.get("strategy") or spec.get("updateStrategy") or {}).get("type") or "RollingUpdate"),
-        progress_deadline_s=spec.get("progressDeadlineSeconds"),
-    )
-
-
-def selector_string(match_labels: Mapping[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(match_labels.items()))
-
-
-def pod_ref(p: Mapping[str, Any]) -> PodRef:
-    info = pod_info(p)
-    reason = ""
-    for cond in (p.get("status") or {}).get("conditions") or []:
-        if cond.get("status") == "False" and cond.get("message"):
-            reason = sanitize(str(cond["message"]))
-            if cond.get("type") == "PodScheduled":
-                break
-    return PodRef(info.name, info.phase or "?", bool(info.ready), info.node, reason, info.restarts)
-
-
-def pending_reason(p: Mapping[str, Any]) -> str | None:
-    """Why a pod cannot be scheduled (insufficient GPUs and the like), or None."""
-    status = p.get("status") or {}
-    if status.get("phase") != "Pending":
-        return None
-    for cond in status.get("conditions") or []:
-        if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-            return sanitize(str(cond.get("message") or cond.get("reason") or "unschedulable"))
-    return None
-
-
-def prestop_sleep_s(container: Mapping[str, Any]) -> int:
-    """Seconds a preStop hook sleeps (exec `sleep N`, `sh -c "sleep N"`, or the sleep action)."""
-    pre = ((container.get("lifecycle") or {}).get("preStop")) or {}
-    if "sleep" in pre:
-        try:
-            return int((pre.get("sleep") or {}).get("seconds") or 0)
-        except (TypeError, ValueError):
-            return 0
-    cmd = " ".join(str(x) for x in ((pre.get("exec") or {}).get("command") or ()))
-    m = re.search(r"\bsleep\s+(\d+)", cmd)
-    return int(m.group(1)) if m else 0
-
-
-def metrics_port(pod: Mapping[str, Any], default: int = 8000) -> int:
-    containers = containers_of(pod.get("spec") or {})
-    vi = vllm_index(containers)
-    if vi is None:
-        return default
-    c = containers[vi]
-    toks = [str(x) for x in (c.get("command") or [])] + [str(x) for x in (c.get("args") or [])]
-    for i, t in enumerate(toks):
-        if t.startswith("--port="):
-            v = t.split("=", 1)[1]
-            return int(v) if v.isdigit() else default
-        if t == "--port" and i + 1 < len(toks) and toks[i + 1].isdigit():
-            return int(toks[i + 1])
-        m = re.search(r"--port[ =](\d+)", t)
-        if m and " " in t:
-            return int(m.group(1))
-    return default
 
 
 # --------------------------------------------------------------------------------------------
@@ -264,20 +77,15 @@ def grace_warnings(pod: Mapping[str, Any], grace_s: int) -> list[str]:
 
 def build_edit_plan(
     dep: Mapping[str, Any],
-    kind: str,
-    changes: Mapping[str, Any],
+    req: EditArgsRequest,
     *,
-    container: str | None = None,
-    preset: str | None = None,
-    cache_config: Mapping[str, Any] | None = None,
-    gpu_total_bytes: float | None = None,
-    kv_bytes_token: float | None = None,
-    generation: str = "v1",
-    observed: Mapping[str, Any] | None = None,
     requires_typed_name: bool = False,
     readonly: bool = False,
     context: str = "",
 ) -> ActionPlan:
+    """The args edit `req` asks for, against the workload `dep` as the API server returned it
+    (its kind is `req.kind`; its namespace and name come from `dep`)."""
+    kind, container, changes = req.kind, req.container, req.changes
     meta = dep.get("metadata") or {}
     ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
     target = Target(kind, ns, name)
@@ -289,16 +97,16 @@ def build_edit_plan(
         return ActionPlan("edit", target, "edit engine args", errors=(f"{target} has no {what}",), **flags)
     c = containers[idx]
     try:
-        cmd = A.parse_container(c, generation)
+        cmd = A.parse_container(c, req.generation)
     except A.ArgError as e:
         return ActionPlan("edit", target, "edit engine args", errors=(str(e),), **flags)
-    observed = dict(observed or {})
-    if cache_config:
-        observed = {**A.observed_from_cache_config(cache_config), **observed}
+    observed = dict(req.observed or {})
+    if req.cache_config:
+        observed = {**A.observed_from_cache_config(req.cache_config), **observed}
     raw = dict(changes)
-    if preset:
+    if req.preset:
         try:
-            raw = {**A.preset(cmd, preset, observed), **raw}
+            raw = {**A.preset(cmd, req.preset, observed), **raw}
         except A.ArgError as e:
             return ActionPlan("edit", target, "edit engine args", errors=(str(e),), **flags)
     v = A.validate(cmd, raw, observed)
@@ -313,7 +121,7 @@ def build_edit_plan(
     except A.ArgError as e:
         return ActionPlan("edit", target, "edit engine args", errors=(str(e),), **flags)
     warnings.extend(rw.notes)
-    pf = A.kv_preflight(cmd, v.changes, cache_config, gpu_total_bytes, kv_bytes_token)
+    pf = A.kv_preflight(cmd, v.changes, req.cache_config, req.gpu_total_bytes, req.kv_bytes_token)
     if pf.status in ("fail", "warn"):
         warnings.extend(pf.messages)
     base = f"/spec/template/spec/containers/{idx}"
@@ -430,6 +238,209 @@ def build_rollback_plan(
         patch_type="json",
         warnings=tuple(warnings),
         data={"from_revision": cur_rev, "to_revision": rev(prev), "replicaset": prev["metadata"]["name"]},
+        **flags,
+    )
+
+
+def bad_replicas(target: Target, replicas: Any, **flags: Any) -> ActionPlan | None:
+    """The refused plan for a replica count that is not a whole number >= 0, else None."""
+    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+        return ActionPlan("scale", target, "scale", errors=(f"replicas must be a whole number >= 0, not {replicas!r}",), **flags)
+    return None
+
+
+def build_scale_plan(target: Target, current: int, replicas: int, warnings: Sequence[str] = (), **flags: Any) -> ActionPlan:
+    """Scale `target` from `current` to `replicas` through the scale subresource, guarded by a
+    test of the count read."""
+    ops = [
+        {"op": "test", "path": "/spec/replicas", "value": current},
+        {"op": "replace", "path": "/spec/replicas", "value": replicas},
+    ]
+    return ActionPlan(
+        "scale",
+        target,
+        f"scale {target}: {current} -> {replicas} replicas",
+        diff=f"-replicas: {current}\n+replicas: {replicas}",
+        patch=ops,
+        patch_type="json",
+        subresource="scale",
+        warnings=tuple(warnings),
+        data={"from": current, "to": replicas},
+        **flags,
+    )
+
+
+def build_restart_plan(dep: Mapping[str, Any], kind: str, now: str, **flags: Any) -> ActionPlan:
+    """kubectl rollout restart: the pod template's restartedAt annotation set to `now` (ISO)."""
+    meta = dep.get("metadata") or {}
+    ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+    info = deployment_info(dep, kind)
+    patch = {"spec": {"template": {"metadata": {"annotations": {RESTARTED_AT_ANNOTATION: now}}}}}
+    old = ((dep.get("spec") or {}).get("template") or {}).get("metadata", {}).get("annotations", {}).get(RESTARTED_AT_ANNOTATION)
+    diff = (f"-{RESTARTED_AT_ANNOTATION}: {old}\n" if old else "") + f"+{RESTARTED_AT_ANNOTATION}: {now}"
+    warnings = [f"restarts all {info.replicas} replicas one by one; each reloads the model (minutes)"]
+    if info.strategy == "RollingUpdate":
+        warnings.append("a RollingUpdate needs a free GPU for the surge pod; without one the rollout stalls")
+    return ActionPlan(
+        "restart",
+        Target(kind, ns, name),
+        f"rollout restart {kind.lower()}/{name}",
+        diff=diff,
+        patch=patch,
+        patch_type="merge",
+        warnings=tuple(warnings),
+        data={"restarted_at": now},
+        **flags,
+    )
+
+
+def build_delete_pod_plan(pod: Mapping[str, Any], grace_s: int, **flags: Any) -> ActionPlan:
+    """Delete `pod` with a grace period, guarded by its uid (a recreated namesake is not hit)."""
+    meta = pod.get("metadata") or {}
+    ns, name, uid = str(meta.get("namespace") or ""), str(meta.get("name") or ""), meta.get("uid")
+    warnings = []
+    if pod_info(pod).owner_kind is None:
+        warnings.append("the pod has no owner: nothing will recreate it")
+    return ActionPlan(
+        "delete-pod",
+        Target("Pod", ns, name),
+        f"delete pod/{name} --grace-period={grace_s}",
+        diff=f"-pod/{name} (uid {uid})",
+        patch={"gracePeriodSeconds": grace_s, "preconditions": {"uid": uid}},
+        warnings=tuple(warnings),
+        data={"uid": uid, "grace_s": grace_s},
+        **flags,
+    )
+
+
+def rotation_label(pod: Mapping[str, Any], owner_selector: Mapping[str, str], services: Sequence[Mapping[str, Any]]) -> tuple[str, list[str]]:
+    """The label that takes `pod` out of rotation when changed, and notes on how it was chosen:
+    one a Service selects on that the owner does not (changing an owner-selected label orphans
+    the pod), else `DEFAULT_ROTATION_LABEL`, which no Service selects (for an external router)."""
+    notes: list[str] = []
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    kind, _ = owner_of(pod)
+    owner_keys = {HASH_LABEL} | set(owner_selector)
+    shared: list[str] = []
+    for s in services:
+        selector = (s.get("spec") or {}).get("selector") or {}
+        if selector and all(labels.get(k) == v for k, v in selector.items()):
+            free = [k for k in selector if k not in owner_keys]
+            if free:
+                notes.append(f"Service {s['metadata']['name']} selects {free[0]}={selector[free[0]]}")
+                return free[0], notes
+            shared.extend(selector)
+    if shared:
+        notes.append(
+            f"the Service selects only on labels the {kind} also selects ({', '.join(sorted(set(shared)))}); "
+            f"using {DEFAULT_ROTATION_LABEL!r}, which no Service selects: configure a rotation label"
+        )
+    else:
+        notes.append(f"no Service selects this pod; using label {DEFAULT_ROTATION_LABEL!r} (for an external router)")
+    return DEFAULT_ROTATION_LABEL, notes
+
+
+def _pod_parts(pod: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, str], Mapping[str, str], Target]:
+    """A pod's metadata, labels, annotations, and itself as a plan target."""
+    meta = pod.get("metadata") or {}
+    target = Target("Pod", str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+    return meta, meta.get("labels") or {}, meta.get("annotations") or {}, target
+
+
+def build_cordon_plan(pod: Mapping[str, Any], key: str, drain_value: str, notes: Sequence[str] = (), **flags: Any) -> ActionPlan:
+    """Out of rotation: label `key` set to `drain_value`, the old value kept in an annotation so
+    `build_uncordon_plan` can put it back."""
+    meta, labels, ann, target = _pod_parts(pod)
+    name = target.name
+    old = labels.get(key)
+    if old == drain_value:
+        return ActionPlan("cordon", target, "cordon", errors=(f"{name} is already out of rotation ({key}={old})",), **flags)
+    path = f"/metadata/labels/{esc(key)}"
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": meta.get("uid")}]
+    if not labels:
+        ops.append({"op": "add", "path": "/metadata/labels", "value": {}})
+    if old is not None:
+        ops.append({"op": "test", "path": path, "value": old})
+    ops.append({"op": "replace" if old is not None else "add", "path": path, "value": drain_value})
+    record = json.dumps({"label": key, "value": old}, separators=(",", ":"))
+    if not ann:
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {ROTATION_ANNOTATION: record}})
+    else:
+        ops.append({"op": "add", "path": f"/metadata/annotations/{esc(ROTATION_ANNOTATION)}", "value": record})
+    return ActionPlan(
+        "cordon",
+        target,
+        f"label pod/{name} {key}={drain_value} (out of rotation)",
+        diff=(f"-{key}: {old}\n" if old is not None else "") + f"+{key}: {drain_value}",
+        patch=ops,
+        patch_type="json",
+        warnings=tuple(notes),
+        data={"label": key, "value": old, "undo": False},
+        **flags,
+    )
+
+
+def build_uncordon_plan(pod: Mapping[str, Any], **flags: Any) -> ActionPlan:
+    """Back in rotation: the label kvwatch changed restored from its annotation."""
+    meta, labels, ann, target = _pod_parts(pod)
+    name = target.name
+    saved = ann.get(ROTATION_ANNOTATION)
+    if not saved:
+        return ActionPlan("cordon", target, f"put {name} back in rotation", errors=("the pod was not taken out of rotation by kvwatch",), **flags)
+    try:
+        rec = json.loads(saved)
+        key, old = rec["label"], rec.get("value")
+    except (ValueError, KeyError, TypeError):
+        return ActionPlan("cordon", target, "uncordon", errors=(f"unreadable {ROTATION_ANNOTATION} annotation",), **flags)
+    path = f"/metadata/labels/{esc(key)}"
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": meta.get("uid")}]
+    if key in labels:
+        ops.append({"op": "test", "path": path, "value": labels[key]})
+    ops.append({"op": "replace" if key in labels else "add", "path": path, "value": old} if old is not None else {"op": "remove", "path": path})
+    ops.append({"op": "remove", "path": f"/metadata/annotations/{esc(ROTATION_ANNOTATION)}"})
+    return ActionPlan(
+        "cordon",
+        target,
+        f"label pod/{name} {key}={old} (back in rotation)",
+        diff=f"-{key}: {labels.get(key)}\n" + (f"+{key}: {old}" if old is not None else ""),
+        patch=ops,
+        patch_type="json",
+        data={"label": key, "value": old, "undo": True},
+        **flags,
+    )
+
+
+def build_drain_plan(
+    target: Target,
+    owner: str | None,
+    replicas: int | None,
+    key: str,
+    drain_value: str,
+    grace_s: int,
+    warnings: Sequence[str] = (),
+    errors: Sequence[str] = (),
+    **flags: Any,
+) -> ActionPlan:
+    """The drain's plan: its steps as the diff, and what `drain.drain` needs as data. A spare is
+    started only when the owning Deployment (`owner`) and its `replicas` are known."""
+    pod = target.name
+    spare = bool(owner) and replicas is not None
+    steps = [f"1. scale deployment/{owner} {replicas} -> {replicas + 1}; wait until the spare is ready"] if spare else []
+    steps += [
+        f"2. label pod/{pod} {key}={drain_value} (out of rotation)",
+        "3. wait until its running + waiting reaches 0",
+        f"4. delete pod/{pod} --grace-period={grace_s}",
+    ]
+    if spare:
+        steps.append(f"then: restore deployment/{owner} to {replicas} replicas (restore key)")
+    return ActionPlan(
+        "drain",
+        target,
+        f"drain pod/{pod}",
+        diff="\n".join(steps),
+        warnings=tuple(warnings),
+        errors=tuple(errors),
+        data={"owner": owner, "replicas": replicas, "label": key, "grace_s": grace_s},
         **flags,
     )
 

@@ -1,0 +1,208 @@
+"""The drain (runbook preemption-thrash step 2): spare up, out of rotation, wait idle, delete.
+
+One orchestration for every cluster: it works only through the `Cluster` interface (reads for
+the spare's readiness, plans for each sub-action, `apply_confirmed` because the sub-actions were
+confirmed with the drain itself, `record` for the audit log), so the real and the simulated
+cluster drain the same way and a future executor can run it unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
+
+from .values import ActionPlan, ActionResult, ClusterError, DrainStep, LoadFn
+
+if TYPE_CHECKING:
+    from .base import Cluster
+
+
+async def drain(
+    cluster: Cluster,
+    plan: ActionPlan,
+    load: LoadFn,
+    *,
+    typed_name: str | None = None,
+    cancel: asyncio.Event | None = None,
+    spare_timeout_s: float = 900.0,
+    idle_timeout_s: float = 300.0,
+    poll_s: float = 2.0,
+) -> AsyncIterator[DrainStep]:
+    """Spare up, take the target out of rotation, wait for it to go idle, delete it.
+
+    Yields a DrainStep as each step starts and ends. `load()` returns the target's live
+    (running, waiting) from its metrics, or None when unknown. Setting `cancel` stops at the
+    next poll and puts the target back in rotation if it was taken out; the spare replica
+    stays until `plan_restore` is applied (the summary step says so).
+    """
+    t0 = cluster.now()
+
+    def step(name: str, status: str, msg: str, **data: Any) -> DrainStep:
+        return DrainStep(name, status, msg, round(cluster.now() - t0, 3), data)
+
+    if cluster.readonly:
+        res = ActionResult(False, "refused: read-only; nothing was sent", None, {"kind": "readonly"})
+        cluster.record(plan, res)
+        yield step("check", "failed", res.message)
+        return
+    if plan.action != "drain" or plan.errors:
+        msg = "refused: " + ("; ".join(plan.errors) if plan.errors else "not a drain plan")
+        cluster.record(plan, ActionResult(False, msg))
+        yield step("check", "failed", msg)
+        return
+    if cluster.needs_typed_name(plan) and typed_name != plan.target.name:
+        msg = f"refused: production context; type {plan.target.name!r} to confirm"
+        cluster.record(plan, ActionResult(False, msg))
+        yield step("check", "failed", msg)
+        return
+    cluster.record(plan, ActionResult(True, "drain started"))
+    for w in plan.warnings:
+        yield step("check", "warn", w)
+    inner = _run(cluster, plan, load, step, cancel, spare_timeout_s, idle_timeout_s, poll_s)
+    last: DrainStep | None = None
+    try:
+        async for st in inner:
+            last = st
+            yield st
+    finally:
+        await inner.aclose()  # runs its clean-up now, not when garbage-collected
+        if last is not None:
+            ok = (last.step, last.status) == ("done", "ok")
+            cluster.record(plan, ActionResult(ok, f"drain {last.step} {last.status}: {last.message}"))
+
+
+async def _run(
+    cluster: Cluster,
+    plan: ActionPlan,
+    load: LoadFn,
+    step: Callable[..., DrainStep],
+    cancel: asyncio.Event | None,
+    spare_timeout_s: float,
+    idle_timeout_s: float,
+    poll_s: float,
+) -> AsyncIterator[DrainStep]:
+    ns, pod = plan.target.namespace, plan.target.name
+    owner = plan.data.get("owner")
+    original = plan.data.get("replicas")
+    cordoned = False
+    deleted = False
+
+    def cancelled() -> bool:
+        return cancel is not None and cancel.is_set()
+
+    async def uncordon_after_cancel() -> DrainStep:
+        _, r = await _sub_action(cluster, cluster.plan_cordon(ns, pod, undo=True, label=plan.data.get("label")))
+        status = "ok" if r.ok else "failed"
+        return step("uncordon", status, f"put {pod} back in rotation: {r.message}")
+
+    try:
+        # 1. spare
+        if owner and isinstance(original, int):
+            try:
+                sp = await cluster.plan_scale(ns, owner, original + 1)
+            except ClusterError as e:
+                yield step("scale-up", "failed", e.message)
+                return
+            yield step("scale-up", "running", f"scaling {owner} {original} -> {original + 1} (spare first)")
+            r = await cluster.apply_confirmed(sp)
+            if not r.ok:
+                yield step("scale-up", "failed", r.message, result=r)
+                return
+            yield step("scale-up", "ok", r.message, restore_replicas=original)
+            warned_pending = False
+            deadline = cluster.now() + spare_timeout_s
+            while True:
+                if cancelled():
+                    yield step("cancel", "cancelled", f"cancelled while waiting for the spare; {owner} stays at {original + 1} replicas until restored", restore_replicas=original)
+                    return
+                try:
+                    d = await cluster.get_deployment(ns, owner)
+                except ClusterError as e:
+                    yield step("wait-spare", "warn", e.message)
+                    d = None
+                if d is not None and d.available >= original + 1 and d.ready >= original + 1:
+                    yield step("wait-spare", "ok", f"spare ready: {d.ready}/{d.replicas} ready")
+                    break
+                if not warned_pending:
+                    why = await cluster.spare_pending(ns, owner)
+                    if why:
+                        warned_pending = True
+                        yield step("wait-spare", "warn", f"spare cannot be scheduled: {why}", pending=why)
+                if cluster.now() >= deadline:
+                    yield step("wait-spare", "failed", f"spare not ready after {spare_timeout_s:.0f}s; target left in rotation", restore_replicas=original)
+                    return
+                yield step("wait-spare", "running", f"waiting for the spare ({d.ready if d else '?'}/{original + 1} ready)")
+                await cluster.sleep(poll_s)
+        else:
+            yield step("scale-up", "warn", "no owning Deployment: no spare replica is started")
+
+        # 2. out of rotation
+        cp, r = await _sub_action(cluster, cluster.plan_cordon(ns, pod, label=plan.data.get("label")))
+        if not r.ok:
+            yield step("cordon", "failed", r.message)
+            return
+        cordoned = True
+        yield step("cordon", "ok", f"{pod} out of rotation: {cp.summary}")
+
+        # 3. wait for in-flight requests to finish
+        deadline = cluster.now() + idle_timeout_s
+        last: object = None
+        while True:
+            if cancelled():
+                yield step("cancel", "cancelled", "cancelled while waiting for the target to go idle")
+                yield await uncordon_after_cancel()
+                cordoned = False
+                return
+            try:
+                cur = load()
+                if inspect.isawaitable(cur):
+                    cur = await cur
+            except Exception as e:  # noqa: BLE001 - an unreadable metric is "unknown", not a crash
+                if last != "error":
+                    yield step("wait-idle", "warn", f"cannot read {pod}'s load: {type(e).__name__}: {e}")
+                cur, last = None, "error"
+            if cur is not None:
+                running, waiting = cur
+                if running + waiting <= 0:
+                    yield step("wait-idle", "ok", f"{pod} is idle (running 0, waiting 0)")
+                    break
+                if cur != last:
+                    yield step("wait-idle", "running", f"{pod}: running {running:g}, waiting {waiting:g}", running=running, waiting=waiting)
+                last = cur
+            if cluster.now() >= deadline:
+                yield step("wait-idle", "warn", f"not idle after {idle_timeout_s:.0f}s; deleting anyway with the grace period")
+                break
+            await cluster.sleep(poll_s)
+
+        # 4. delete
+        grace = int(plan.data.get("grace_s", 60))
+        dp, r = await _sub_action(cluster, cluster.plan_delete_pod(ns, pod, grace))
+        if not r.ok:
+            yield step("delete", "failed", r.message)
+            if dp is None:
+                return  # not planned: the clean-up below puts the target back
+            yield await uncordon_after_cancel()
+            cordoned = False
+            return
+        deleted = True
+        yield step("delete", "ok", f"deleted {pod} (grace period {grace}s)")
+        restore = f"; restore {owner} to {original} replicas with the restore key" if owner else ""
+        yield step("done", "ok", f"drained {pod}{restore}", restore_replicas=original, owner=owner)
+    finally:
+        if cordoned and not deleted:
+            # closed from outside mid-drain: do not leave a live replica out of rotation
+            try:
+                await uncordon_after_cancel()
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
+
+
+async def _sub_action(cluster: Cluster, planned: Awaitable[ActionPlan]) -> tuple[ActionPlan | None, ActionResult]:
+    """Plan one of the drain's steps and apply it through the gate (it was confirmed with the
+    drain itself). The plan is None when planning failed; the result says why."""
+    try:
+        sub = await planned
+    except ClusterError as e:
+        return None, e.result()
+    return sub, await cluster.apply_confirmed(sub)

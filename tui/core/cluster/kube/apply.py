@@ -1,0 +1,74 @@
+"""The Kubernetes adapter's apply: a confirmed plan sent as a server-side dry run first, then
+for real; a conflict is reported with the object's new state, never overwritten.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..plans import deployment_info
+from ..values import ActionPlan, ActionResult, ClusterError
+from .transport import KubeTransport
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class KubeApply(KubeTransport):
+    """Confirmed plans sent to the API server (dry run first)."""
+
+    async def _apply(self, plan: ActionPlan) -> ActionResult:
+        t = plan.target
+        if plan.action in ("edit", "restart", "rollback"):
+            _, patch_fn, _, _ = self._workload(t.kind)
+            return await self._patch(plan, patch_fn, t.name, t.namespace)
+        if plan.action == "scale":
+            _, _, _, scale_fn = self._workload(t.kind)
+            return await self._patch(plan, scale_fn, t.name, t.namespace)
+        if plan.action == "cordon":
+            return await self._patch(plan, self.core.patch_namespaced_pod, t.name, t.namespace)
+        if plan.action == "delete-pod":
+            body = dict(plan.patch or {})
+            grace = int(plan.data.get("grace_s", 60))
+            await self._call(self.core.delete_namespaced_pod, t.name, t.namespace, body=body, grace_period_seconds=grace, dry_run="All")
+            await self._call(self.core.delete_namespaced_pod, t.name, t.namespace, body=body, grace_period_seconds=grace)
+            return ActionResult(True, f"deleted pod/{t.name} (grace period {grace}s)", 200)
+        return ActionResult(False, f"cannot apply a {plan.action!r} plan directly")
+
+    async def _patch(self, plan: ActionPlan, fn: Callable, name: str, namespace: str) -> ActionResult:
+        ctype = JSON_PATCH if plan.patch_type == "json" else MERGE_PATCH
+        try:
+            await self._call(fn, name, namespace, plan.patch, dry_run="All", _content_type=ctype)
+        except ClusterError as e:
+            return await self._refused(plan, e, "server-side dry run refused the change: ")
+        try:
+            out = await self._call(fn, name, namespace, plan.patch, _content_type=ctype)
+        except ClusterError as e:
+            return await self._refused(plan, e, "")
+        meta = out.get("metadata") or {}
+        details = {"resourceVersion": meta.get("resourceVersion"), "generation": meta.get("generation")}
+        what = {
+            "edit": "args changed; rollout started",
+            "restart": "rollout restart started",
+            "rollback": f"rolled back to revision {plan.data.get('to_revision')}",
+            "scale": f"scaled to {plan.data.get('to')}",
+            "cordon": plan.summary,
+        }[plan.action]
+        return ActionResult(True, f"{plan.target}: {what}", 200, details)
+
+    async def _refused(self, plan: ActionPlan, e: ClusterError, prefix: str) -> ActionResult:
+        if e.kind != "conflict":
+            return e.result(f"{plan.action} {plan.target}: {prefix}")
+        details: dict[str, Any] = {"kind": "conflict"}
+        msg = f"refused: {plan.target} changed since it was read; nothing was overwritten. Review the new state and plan again"
+        if plan.target.kind in ("Deployment", "StatefulSet"):
+            try:
+                now = deployment_info(await self._read_workload(plan.target.namespace, plan.target.name, plan.target.kind), plan.target.kind)
+                details["current"] = now
+                ci = plan.data.get("container")
+                c = next((x for x in now.containers if x.name == ci), now.containers[0] if now.containers else None)
+                if c is not None:
+                    details["current_args"] = list(c.command) + list(c.args)
+            except ClusterError:
+                pass
+        return ActionResult(False, msg, e.status, details)

@@ -1,0 +1,204 @@
+"""The Kubernetes adapter's transport: the official client, its calls in worker threads as plain
+dicts, and construction from kubeconfig or the in-cluster service account.
+
+The client is synchronous; every call runs in a worker thread (`asyncio.to_thread`) and comes back
+as plain dicts (`_preload_content=False`), so unknown fields survive a read-modify-write (roll back
+patches a whole pod template) and nothing depends on the client's model classes. Credentials come
+from kubeconfig or the in-cluster service account only, and no message built here contains them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+from typing import Any, Callable, Mapping
+
+from ...model import PodInfo
+from .. import args as A
+from ..audit import AuditLog
+from ..base import Cluster
+from ..plans import containers_of, metrics_port, pod_info
+from ..values import ClusterError, ContextPolicy, policy_for, sanitize
+from .errors import map_error
+
+
+class KubeTransport(Cluster):
+    """The client, its calls, construction and the pod discovery filter the other parts share."""
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        context: str = "",
+        user: str = "",
+        namespace: str = "default",
+        all_namespaces: bool = False,
+        selector: str | None = None,
+        port: int | None = None,
+        via: str = "proxy",
+        readonly: bool = False,
+        policy: ContextPolicy | None = None,
+        policy_config: Any = None,  # kvwatch's Config, or a {"contexts": {...}} mapping
+        audit: AuditLog | None = None,
+        request_timeout: float = 10.0,
+        watch_timeout_s: int = 60,
+        kubeconfig: str | None = None,
+        rotation_label: str | None = None,
+        drain_value: str = "draining",
+    ) -> None:
+        if via not in ("proxy", "direct"):
+            raise ClusterError("bad-input", f"--via must be proxy or direct, not {via!r}")
+        super().__init__(
+            context=context,
+            user=user,
+            namespace=namespace,
+            readonly=readonly,
+            policy=policy or policy_for(context, policy_config),
+            audit=audit,
+        )
+        from kubernetes import client
+
+        self.api = api_client
+        self.core = client.CoreV1Api(api_client)
+        self.apps = client.AppsV1Api(api_client)
+        self.authz = client.AuthorizationV1Api(api_client)
+        self.host = str(getattr(api_client.configuration, "host", "") or "")
+        self.all_namespaces = all_namespaces
+        self.selector = selector
+        self.port = port
+        self.via = via
+        self.policy_config = policy_config
+        self.request_timeout = request_timeout
+        self.watch_timeout_s = watch_timeout_s
+        self.kubeconfig = kubeconfig
+        self.rotation_label = rotation_label
+        self.drain_value = drain_value
+        self._ports: dict[tuple[str, str], int] = {}
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        context: str | None = None,
+        kubeconfig: str | None = None,
+        namespace: str | None = None,
+        in_cluster: bool | None = None,
+        **kw: Any,
+    ) -> "KubeTransport":
+        """From kubeconfig (KUBECONFIG / ~/.kube/config) or, inside a pod, the service account."""
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
+        cfg = client.Configuration()
+        user = ""
+        ctx_name = context or ""
+        ns = namespace
+        try:
+            use_incluster = in_cluster
+            if use_incluster is None:
+                use_incluster = bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and not (
+                    kubeconfig or os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config"))
+                )
+            if use_incluster:
+                config.load_incluster_config(client_configuration=cfg)
+                ctx_name = ctx_name or "in-cluster"
+                user = "serviceaccount"
+                if ns is None:
+                    try:
+                        with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+                            ns = f.read().strip()
+                    except OSError:
+                        ns = None
+            else:
+                contexts, active = config.list_kube_config_contexts(config_file=kubeconfig)
+                chosen = next((c for c in contexts if c["name"] == context), None) if context else active
+                if context and chosen is None:
+                    raise ClusterError("bad-input", f"no context {context!r} in kubeconfig")
+                config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+                if chosen:
+                    ctx_name = chosen["name"]
+                    user = str((chosen.get("context") or {}).get("user") or "")
+                    ns = ns or (chosen.get("context") or {}).get("namespace")
+        except ClusterError:
+            raise
+        except (ConfigException, OSError, ValueError, TypeError) as e:
+            # the message names files and fields, never their contents
+            raise ClusterError("bad-input", f"cannot load Kubernetes config: {type(e).__name__}: {sanitize(str(e).splitlines()[0] if str(e) else '')[:200]}") from None
+        cfg.retries = 1
+        return cls(client.ApiClient(cfg), context=ctx_name, user=user, namespace=ns or "default", kubeconfig=kubeconfig, **kw)
+
+    def with_namespace(self, namespace: str | None, all_namespaces: bool = False) -> "KubeTransport":
+        other = copy.copy(self)
+        other.namespace = namespace or self.namespace
+        other.all_namespaces = all_namespaces
+        return other
+
+    def with_context(self, context: str) -> "KubeTransport":
+        return type(self).connect(
+            context=context,
+            kubeconfig=self.kubeconfig,
+            selector=self.selector,
+            port=self.port,
+            via=self.via,
+            readonly=self._readonly_flag,
+            policy_config=self.policy_config,
+            audit=self.audit,
+            request_timeout=self.request_timeout,
+            rotation_label=self.rotation_label,
+            drain_value=self.drain_value,
+        )
+
+    def _sync(self, fn: Callable[..., Any], args: tuple, kw: dict, text: bool = False) -> Any:
+        kw.setdefault("_request_timeout", self.request_timeout)
+        kw["_preload_content"] = False
+        try:
+            resp = fn(*args, **kw)
+            data = resp.data
+        except Exception as e:  # noqa: BLE001 - mapped to one typed error
+            raise map_error(e, self.host) from None
+        if text:
+            return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data or "")
+        try:
+            return json.loads(data) if data else {}
+        except ValueError:
+            raise ClusterError("server", "API server sent a response that is not JSON") from None
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, _text: bool = False, **kw: Any) -> Any:
+        return await asyncio.to_thread(self._sync, fn, args, kw, _text)
+
+    def _ns(self, namespace: str | None) -> str:
+        return namespace or self.namespace or "default"
+
+    def _workload(self, kind: str) -> tuple[Callable, Callable, Callable, Callable]:
+        if kind == "Deployment":
+            return (
+                self.apps.read_namespaced_deployment,
+                self.apps.patch_namespaced_deployment,
+                self.apps.read_namespaced_deployment_scale,
+                self.apps.patch_namespaced_deployment_scale,
+            )
+        if kind == "StatefulSet":
+            return (
+                self.apps.read_namespaced_stateful_set,
+                self.apps.patch_namespaced_stateful_set,
+                self.apps.read_namespaced_stateful_set_scale,
+                self.apps.patch_namespaced_stateful_set_scale,
+            )
+        raise ClusterError("bad-input", f"kvwatch manages Deployments and StatefulSets, not {kind}")
+
+    async def _read_workload(self, namespace: str, name: str, kind: str) -> dict:
+        return await self._call(self._workload(kind)[0], name, namespace)
+
+    # ---- pod discovery, shared by the list and the watch ----
+
+    def _keep(self, pod: Mapping[str, Any], selector: str | None) -> bool:
+        if selector:
+            return True
+        return any(A.is_vllm_container(c) for c in containers_of(pod.get("spec") or {}))
+
+    def _to_info(self, pod: Mapping[str, Any]) -> PodInfo:
+        info = pod_info(pod)
+        self._ports[(info.namespace, info.name)] = self.port or metrics_port(pod)
+        return info

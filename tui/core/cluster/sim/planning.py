@@ -1,0 +1,108 @@
+"""The simulated cluster's plans: the same `ActionPlan`s as the real adapter's, built from the
+simulator's state (the args edit with the shared builder and the simulator's exact KV arithmetic)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import args as A
+from ..plans import bad_replicas, build_drain_plan, build_edit_plan, build_scale_plan
+from ..values import ActionPlan, EditArgsRequest, Target
+from .state import SimState, with_changes
+
+
+class SimPlans(SimState):
+    """Plans from the simulation's state, with the shared builders."""
+
+    async def plan_edit_args(self, req: EditArgsRequest) -> ActionPlan:
+        self.sync()
+        d = self._dep(req.namespace, req.name)
+        # a simulated group is always a Deployment; its GPU and engine generation are known here
+        req = replace(
+            req,
+            kind="Deployment",
+            gpu_total_bytes=req.gpu_total_bytes or d.gpu_total_bytes,
+            generation="v0" if d.v0 else req.generation,
+        )
+        plan = build_edit_plan(self._dep_dict(d), req, **self._flags())
+        if not plan.ok or not plan.data.get("changes"):
+            return plan
+        # The simulator knows vLLM's start-up arithmetic exactly: use it as the preflight.
+        new_args = with_changes(d.current.args, plan.data["changes"])
+        try:
+            kv = self.fleet.kv_plan(new_args, d.name)
+            err = kv.error
+        except ValueError as e:
+            kv, err = None, f"ValueError: {e}"
+        if err:
+            pf = A.Preflight("fail", (f"vLLM would refuse to start and the pod would crash-loop: {err}",))
+            return replace(plan, preflight=pf, warnings=plan.warnings + pf.messages)
+        assert kv is not None
+        msg = f"KV pool {kv.kv_cache_size_tokens:,} tokens: {kv.max_concurrency:.1f} full-length ({kv.max_model_len:,}) sequences at once"
+        return replace(plan, preflight=A.Preflight("ok", (msg,), None, kv.kv_cache_size_tokens))
+
+    async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan:
+        d = self._dep(namespace, name)
+        target = Target("Deployment", namespace, name)
+        refused = bad_replicas(target, replicas, **self._flags())
+        if refused is not None:
+            return refused
+        warnings = ("each new replica loads the model for minutes before it serves",) if replicas > d.desired else ()
+        return build_scale_plan(target, d.desired, replicas, warnings, **self._flags())
+
+    async def plan_restart(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
+        d = self._dep(namespace, name)
+        stamp = f"{self.now():.0f}"
+        return ActionPlan(
+            "restart", Target("Deployment", namespace, name), f"rollout restart deployment/{name}",
+            diff=f"+kubectl.kubernetes.io/restartedAt: {stamp}",
+            patch={"spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}},
+            patch_type="merge", warnings=(f"restarts all {d.desired} replicas one by one; each reloads the model",),
+            data={"resourceVersion": str(d.rv), "restarted_at": stamp}, **self._flags(),
+        )
+
+    async def plan_rollback(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
+        d = self._dep(namespace, name)
+        target = Target("Deployment", namespace, name)
+        prev = next((r for r in reversed(d.revisions[:-1]) if r.key != d.current.key), None)
+        if prev is None:
+            return ActionPlan("rollback", target, "roll back", errors=(f"{target} has no revision before {d.current.number} with other args",), **self._flags())
+        diff = A.args_diff(self._template(d), self._template(d, prev), f"deployment/{name}/vllm")
+        return ActionPlan(
+            "rollback", target, f"roll back {target}: revision {d.current.number} -> {prev.number}", diff=diff,
+            patch=[{"op": "test", "path": "/spec/template", "value": {"args": self._template(d)["args"]}},
+                   {"op": "replace", "path": "/spec/template", "value": {"args": self._template(d, prev)["args"]}}],
+            patch_type="json", data={"from_revision": d.current.number, "to_revision": prev.number, "resourceVersion": str(d.rv)}, **self._flags(),
+        )
+
+    async def plan_delete_pod(self, namespace: str, pod: str, grace_s: int = 60) -> ActionPlan:
+        self._pod(namespace, pod)
+        return ActionPlan(
+            "delete-pod", Target("Pod", namespace, pod), f"delete pod/{pod} --grace-period={grace_s}", diff=f"-pod/{pod}",
+            patch={"gracePeriodSeconds": grace_s}, data={"grace_s": grace_s}, **self._flags(),
+        )
+
+    async def plan_cordon(self, namespace: str, pod: str, *, undo: bool = False, label: str | None = None) -> ActionPlan:
+        p = self._pod(namespace, pod)
+        key = label or self.rotation_label
+        target = Target("Pod", namespace, pod)
+        cur = p.labels.get(key)
+        new = "true" if undo else self.drain_value
+        if cur == new:
+            what = "in" if undo else "out of"
+            return ActionPlan("cordon", target, "cordon", errors=(f"{pod} is already {what} rotation ({key}={cur})",), **self._flags())
+        return ActionPlan(
+            "cordon", target, f"label pod/{pod} {key}={new} ({'back in' if undo else 'out of'} rotation)",
+            diff=f"-{key}: {cur}\n+{key}: {new}",
+            patch=[{"op": "test", "path": f"/metadata/labels/{key}", "value": cur}, {"op": "replace", "path": f"/metadata/labels/{key}", "value": new}],
+            patch_type="json", data={"label": key, "value": cur, "undo": undo}, **self._flags(),
+        )
+
+    async def plan_drain(self, namespace: str, pod: str, *, label: str | None = None, grace_s: int = 60) -> ActionPlan:
+        p = self._pod(namespace, pod)
+        d = self._deps[p.owner_name or ""]
+        key = label or self.rotation_label
+        errors = (f"{pod} is already out of rotation ({key}={self.drain_value})",) if p.labels.get(key) == self.drain_value else ()
+        warnings = (f"the spare loads the model for ~{self.load_delay_s:.0f} simulated seconds",)
+        target = Target("Pod", namespace, pod)
+        return build_drain_plan(target, d.name, d.desired, key, self.drain_value, grace_s, warnings, errors, **self._flags())

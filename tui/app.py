@@ -13,7 +13,6 @@ from typing import Callable, Mapping
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
 from textual.message import Message
 
 from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
@@ -21,6 +20,9 @@ from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
 
+from .actions import APP, bindings
+from .bindings import binding_ids
+from .palette import KvwatchCommands
 from .terminal import StripColor, detect
 
 
@@ -42,21 +44,9 @@ class KvwatchApp(App):
     """
     TITLE = "kvwatch"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {KvwatchCommands}  # kvwatch's own actions (tui/palette.py)
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="quit"),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("p", "toggle_pause", "Pause", id="pause"),
-        Binding("ctrl+r", "refresh_now", "Refresh", show=False, id="refresh"),
-        Binding("ctrl+s", "screenshot", "Screenshot", show=False, id="screenshot"),
-        Binding("ctrl+t", "cycle_theme", "Next theme", show=False, id="cycle_theme"),
-        Binding("ctrl+b", "toggle_bell", "Bell on kv-pressure", show=False, id="bell"),
-        # replay only (check_action hides them in live modes)
-        Binding("less_than_sign", "replay_step(-1)", "Step back", id="replay_back"),
-        Binding("greater_than_sign", "replay_step(1)", "Step", id="replay_forward"),
-        Binding("n", "replay_next_change", "Next change", id="replay_next"),
-        Binding("T", "replay_seek", "Seek (time)", id="replay_seek"),
-    ]
+    BINDINGS = bindings(APP)  # tui/actions.py: the app's keys, declared with every other
 
     def __init__(
         self,
@@ -148,8 +138,6 @@ class KvwatchApp(App):
         keys = dict(self.config.keys)
         if not keys:
             return
-        from .bindings import binding_ids
-
         known = binding_ids()
         for bid in sorted(set(keys) - set(known)):
             self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid}: no such binding id "

@@ -6,19 +6,15 @@ from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
+
+from tui.actions import bindings, keys_text
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 
-def _key_name(key: str) -> str:
-    return {"question_mark": "?", "slash": "/", "left_square_bracket": "[", "escape": "esc",
-            "less_than_sign": "<", "greater_than_sign": ">", "space": "space",
-            "colon": ":"}.get(key, key)
-
-
 class HelpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="close")]
+    BINDINGS = bindings("help")
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 72; max-width: 95%; height: auto; max-height: 90%;
@@ -47,7 +43,7 @@ class HelpScreen(ModalScreen):
                 if where == "app" and self.app.check_action(b.action, ()) is False:
                     continue  # e.g. replay keys in a live session
                 remapped = getattr(self.app, "_keymap", {}).get(b.id) if b.id else None  # config [keys]
-                keys = ", ".join(_key_name(k.strip()) for k in (remapped or b.key).split(","))
+                keys = keys_text(remapped or b.key)
                 if (keys, b.description) in seen:
                     continue
                 seen.add((keys, b.description))
@@ -60,7 +56,7 @@ class HelpScreen(ModalScreen):
         if self.hidden:
             table.add_row("", Text("not available now", style="bold"), "")
             for key, what, why in self.hidden:
-                table.add_row(Text(", ".join(_key_name(k) for k in key.split(",")), style="dim"), Text(f"{what}: {why}", style="dim"), "")
+                table.add_row(Text(keys_text(key), style="dim"), Text(f"{what}: {why}", style="dim"), "")
         with VerticalScroll():
             yield Static("[b]kvwatch keys[/b]  (esc closes)")
             yield Static(table)

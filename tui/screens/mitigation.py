@@ -16,8 +16,8 @@ import asyncio
 from typing import Any
 
 from textual import work
-from textual.binding import Binding
 
+from tui.actions import FLEET, actions_for
 from tui.core.cluster.base import MUTATING_ACTIONS, Cluster, ClusterError, Permissions
 from tui.core.model import ReplicaView
 from tui.core.textsafe import clean
@@ -34,20 +34,11 @@ NEEDS: dict[str, str | None] = {
     "events": "events",
 }
 
-MITIGATION_BINDINGS = [
-    Binding("e", "edit_args", "Edit args", id="edit_args"),
-    Binding("ctrl+d", "drain", "Drain", id="drain"),
-    Binding("z", "rollout_status", "Rollout", id="rollout_status"),
-    Binding("r", "rollout_restart", "Restart", show=False, id="rollout_restart"),
-    Binding("s", "scale", "Scale", show=False, id="scale"),
-    Binding("ctrl+l", "rollback", "Roll back", show=False, id="rollback"),
-    Binding("l", "logs", "Logs", id="logs"),
-    Binding("v", "events", "Events", show=False, id="events"),
-    Binding("colon", "command", "Command", show=False, id="command"),
-]
-KEY_OF = {b.action: b.key for b in MITIGATION_BINDINGS}
-ACTION_OF_KEY = {b.key: b.action for b in MITIGATION_BINDINGS}
-DESCRIPTION = {b.action: b.description for b in MITIGATION_BINDINGS}
+# the keys themselves are declared in tui/actions.py (fleet and triage scopes)
+_KEYS = [a for a in actions_for(FLEET) if a.id in NEEDS or a.id == "command"]
+KEY_OF = {a.action: a.key for a in _KEYS}
+ACTION_OF_KEY = {a.key: a.action for a in _KEYS}
+DESCRIPTION = {a.action: a.description for a in _KEYS}
 
 COMMANDS = ("ctx ", "ns ", "rollout ", "events", "q")
 

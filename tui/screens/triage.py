@@ -19,11 +19,11 @@ from typing import Any, Mapping
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tui.actions import actions_for, bindings, key_name
 from tui.core.diagnosis.capacity import CapacityPlan, plan_for_history
 from tui.core.diagnosis.context import ClusterFacts, fetch_facts
 from tui.core.diagnosis.runbook import Runbook, _num, runbook
@@ -33,30 +33,12 @@ from tui.core.textsafe import clean
 from widgets.format import ago, asciify
 
 from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
-from .help import _key_name
-from .mitigation import MITIGATION_BINDINGS, MitigationMixin, app_mode, cluster_of
+from .mitigation import MitigationMixin, app_mode, cluster_of
 
 MODES = ("triage", "runbook", "capacity")
 MODE_TITLE = {"triage": "triage", "runbook": "runbook", "capacity": "capacity"}
 FETCH_EVERY_S = 30.0  # logs and events change slowly; a kube read every refresh would be waste
 ARM_S = 5.0  # a discouraged edit needs the key twice within this many seconds
-
-# the fleet screen's mitigation keys that make sense for one replica
-_KEEP = ("edit_args", "drain", "rollback", "scale", "rollout_restart", "rollout_status", "logs", "events")
-
-# Binding ids shared by this screen and the fleet and detail screens: remapping one remaps all.
-MODE_BINDINGS = [
-    Binding("t", "diagnosis('triage')", "Triage", id="triage"),
-    Binding("g", "diagnosis('runbook')", "Runbook", id="runbook"),
-    Binding("c", "diagnosis('capacity')", "Capacity", id="capacity"),
-]
-# On the fleet and detail screens `t` has its own action, so that a replay can hide it and let
-# the app's `t` (seek) through; `g` then `t` reaches the triage there.
-OPEN_BINDINGS = [
-    Binding("t", "triage", "Triage", id="triage"),
-    Binding("g", "diagnosis('runbook')", "Runbook", show=False, id="runbook"),
-    Binding("c", "diagnosis('capacity')", "Capacity", show=False, id="capacity"),
-]
 
 
 def kv_breached(h, now: float, t) -> bool:
@@ -90,12 +72,7 @@ def edit_screen(cluster: Any, namespace: str, name: str, kind: str, replica: str
 
 
 class TriageScreen(MitigationMixin, Screen):
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="back"),
-        *MODE_BINDINGS,
-        Binding("f", "fetch", "Fetch logs/events", show=False, id="triage_fetch"),
-        *[b for b in MITIGATION_BINDINGS if b.action in _KEEP],
-    ]
+    BINDINGS = bindings("triage")  # tui/actions.py: back, t / g / c, f, the one-replica mitigation keys
     DEFAULT_CSS = """
     TriageScreen #diag-head { height: auto; padding: 0 1; background: $surface; }
     TriageScreen #diag-scroll { height: 1fr; }
@@ -248,10 +225,9 @@ class TriageScreen(MitigationMixin, Screen):
     def _key_for(self, action: str) -> str:
         """The key bound to `action` here, after the user's remapping (config [keys])."""
         keymap = getattr(self.app, "_keymap", {}) or {}
-        for b in self.BINDINGS:
-            if isinstance(b, Binding) and (b.action == action or b.action == f"diagnosis('{action}')"):
-                keys = keymap.get(b.id, b.key) if b.id else b.key
-                return ",".join(_key_name(k.strip()) for k in keys.split(","))
+        for a in actions_for("triage"):
+            if a.action == action or a.action == f"diagnosis('{action}')":
+                return ",".join(key_name(k.strip()) for k in keymap.get(a.id, a.key).split(","))
         return "?"
 
     def keyinfo(self, action: str) -> tuple[str | None, str | None]:

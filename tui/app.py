@@ -23,6 +23,7 @@ from tui.core.monitor import Monitor
 from .actions import APP, bindings
 from .bindings import binding_ids
 from .palette import KvwatchCommands
+from .replay_controls import ReplayControls
 from .terminal import StripColor, detect
 
 
@@ -69,6 +70,8 @@ class KvwatchApp(App):
         self.monitor = monitor
         self.interval = interval
         self.mode = mode  # "live" or "replay"; mitigation keys check it (replay: read-only)
+        # replay: the only way to the recording (tui/replay_controls.py)
+        self.replay = ReplayControls(monitor) if mode == "replay" else None
         self.config = config or Config()
         self._cli_readonly = readonly or mode == "replay"
         self.readonly = self._cli_readonly
@@ -178,9 +181,7 @@ class KvwatchApp(App):
         """(mode, status) for the header: live/paused, or replay with speed and position."""
         if self.mode != "replay":
             return ("paused" if self.paused else "live"), ""
-        src = self.monitor.source
-        return ("replay" if src.playing else "replay-paused",
-                f"{src.speed:g}x {src.pos}/{len(src.rounds)}")
+        return self.replay.status()
 
     async def on_unmount(self) -> None:
         src = self.monitor.source
@@ -300,29 +301,22 @@ class KvwatchApp(App):
             return False  # the recording's clock drives a replay
         return True
 
-    # -- replay -----------------------------------------------------------------
+    # -- replay: every move goes through self.replay, which may rebuild the Monitor ----------
     @work(exclusive=True, group="poll", exit_on_error=False)
     async def replay_loop(self) -> None:
         """Feed due polls of the recording to the Monitor one at a time; draw after each batch."""
         while True:
-            src = self.monitor.source
-            n = 0
-            while src.due():
-                await self.monitor.refresh()
-                src.remember(self.monitor)
-                n += 1
-                if n % 50 == 0:
-                    await asyncio.sleep(0)  # a fast replay must not starve the keyboard
+            n = await self.replay.advance()
             if n:
                 self.refreshes += n
                 self.post_message(FleetUpdated(self.monitor.state, None))
-            if src.at_end and src.playing:
-                src.pause()
+            if self.replay.stop_at_end():
                 self.notify("end of the recording", timeout=4)
                 self._replay_drawn()
             await asyncio.sleep(0.1)
 
     def _replay_drawn(self) -> None:
+        self.monitor = self.replay.monitor  # a move back rebuilt it
         self.draw(self.monitor.state)
         for screen in self.screen_stack:
             hook = getattr(screen, "on_pause_changed", None)
@@ -330,51 +324,26 @@ class KvwatchApp(App):
                 hook(self.paused)
 
     def _replay_toggle(self) -> None:
-        src = self.monitor.source
-        if src.playing:
-            src.pause()
-        else:
-            if src.at_end:
-                self.replay_goto(1)
-            src.play()
+        self.replay.toggle()
         self._replay_drawn()
 
     def replay_goto(self, k: int) -> None:
-        """Show the recording after its first k polls (k >= 1), paused; rebuilt from the start."""
-        from tui.core.sources.replay import rebuild
-
-        src = self.monitor.source
-        src.pause()
-        k = max(1, min(k, len(src.rounds)))
-        if k != src.pos:
-            if k > src.pos:
-                while src.pos < k:
-                    self.monitor.ingest(src.take())
-                    src.remember(self.monitor)
-            else:
-                self.monitor = rebuild(self.monitor, src, k)
+        """Show the recording after its first k polls (k >= 1), paused."""
+        self.replay.goto(k)
         self._replay_drawn()
 
     def action_replay_step(self, delta: int) -> None:
-        src = self.monitor.source
-        if delta > 0 and src.at_end:
-            self.notify("end of the recording", timeout=2)
-        elif delta < 0 and src.pos <= 1:
-            self.notify("start of the recording", timeout=2)
-        self.replay_goto(src.pos + delta)
+        note = self.replay.step(delta)
+        if note:
+            self.notify(note, timeout=2)
+        self._replay_drawn()
 
     def action_replay_next_change(self) -> None:
-        from tui.core.sources.replay import next_change, rebuild
-
-        src = self.monitor.source
-        src.pause()
-        k0 = src.pos
-        changes = next_change(self.monitor, src)
+        changes = self.replay.next_change()
         if changes is None:
-            self.monitor = rebuild(self.monitor, src, k0)
             self.notify("no verdict change after this point", timeout=3)
         else:
-            when = time.strftime("%H:%M:%S", time.localtime(src.position_ts))
+            when = time.strftime("%H:%M:%S", time.localtime(self.replay.position_ts))
             text = "; ".join(f"{n}: {a} -> {b}" for n, a, b in changes[:4])
             more = f" (+{len(changes) - 4})" if len(changes) > 4 else ""
             self.notify(f"{when} {text}{more}", title="verdict change", timeout=8, markup=False)
@@ -385,6 +354,6 @@ class KvwatchApp(App):
 
         def done(ts: float | None) -> None:
             if ts is not None:
-                self.replay_goto(self.monitor.source.index_at(ts))
+                self.replay_goto(self.replay.index_at(ts))
 
-        self.push_screen(SeekScreen(self.monitor.source), done)
+        self.push_screen(SeekScreen(self.replay.source), done)

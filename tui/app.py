@@ -9,22 +9,27 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from textual import work
 from textual.app import App
 from textual.message import Message
 
 from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
+from tui.core.cluster.base import Cluster
 from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
 
 from .actions import APP, bindings
 from .bindings import binding_ids
+from .gate import Gate
 from .palette import KvwatchCommands
 from .replay_controls import ReplayControls
 from .terminal import StripColor, detect
+
+if TYPE_CHECKING:
+    from tui.core.cluster.source import ClusterSource
 
 
 class FleetUpdated(Message):
@@ -99,6 +104,8 @@ class KvwatchApp(App):
             self._filters = [f for f in self._filters if type(f).__name__ not in ("Monochrome", "NoColor")]
             self._filters.append(StripColor())
             self._theme_name = MONO_THEME
+        self.cluster: Cluster | None = None  # set when the cluster is not the source's (tests, tools)
+        self.mitigation_gate = Gate(self)  # which mitigation keys may be used now (tui/gate.py)
         self.apply_context(context, startup=True)
 
     # -- theme ------------------------------------------------------------------
@@ -148,7 +155,33 @@ class KvwatchApp(App):
             del keys[bid]
         self.set_keymap(keys)
 
-    # -- contexts (k9s skins: production looks different) -------------------------------------
+    # -- the cluster and contexts (k9s skins: production looks different) ---------------------
+    def current_cluster(self) -> Cluster | None:
+        """The app's own cluster, else the one its metrics source watches; None for endpoints
+        given directly, or a replay."""
+        c = self.cluster if self.cluster is not None else getattr(self.monitor.source, "cluster", None)
+        return c if isinstance(c, Cluster) else None
+
+    async def switch_cluster(self, cluster: Cluster) -> ClusterSource:
+        """Watch another context / namespace: a new source over `cluster` replaces the old one,
+        whose rows are forgotten; the context's profile (theme, read-only) follows."""
+        from tui.core.cluster.source import ClusterSource
+
+        old = self.monitor.source
+        src = ClusterSource(cluster, timeout=getattr(old, "timeout", 2.0))
+        await src.start()
+        self.monitor.source = src
+        stale = set(self.monitor.histories)
+        self.monitor.forget(stale)
+        # a poll of the old source still in flight may re-add its rows once: forget them again
+        self.set_timer(self.interval + src.timeout + 0.5, lambda: self.monitor.forget(stale - set(src.pods)))
+        try:
+            await old.close()
+        except Exception:  # noqa: BLE001 - the old watch is gone either way
+            pass
+        self.apply_context(cluster.context)
+        return src
+
     def apply_context(self, context: str | None, startup: bool = False) -> None:
         """Switch to a kube context's profile from the config: theme, read-only, production."""
         self.context = context

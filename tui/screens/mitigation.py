@@ -1,10 +1,9 @@
 """Mitigation keys of the fleet screen (k9s style): edit args, drain, rollout, restart, scale, roll
 back, logs, events and the `:` prompt.
 
-A key is bound only when it may be used: never in replay, never without a cluster, mutating keys
-never when read-only (`--readonly` or the context's profile), and never when RBAC (checked up
-front with SelfSubjectAccessReview) denies the verbs. `check_action` says so, so the footer and
-the help never lie; pressing a hidden key flashes why.
+A key is bound only when the app's permission gate (tui/gate.py) allows it: `check_action` says
+so, so the footer and the help never lie; pressing a hidden key flashes why. The `:` line is
+parsed by tui/command_line.py; a context or namespace switch is the app's `switch_cluster`.
 
 Every action: key -> plan (reads only) -> confirm dialog with the exact change -> apply in a
 worker -> flash; the cluster core writes the audit line.
@@ -18,120 +17,19 @@ from typing import Any
 from textual import work
 
 from tui.actions import FLEET, actions_for
-from tui.core.cluster.base import MUTATING_ACTIONS, Cluster, ClusterError, Permissions
+from tui.command_line import PLACEHOLDER, SUGGESTIONS, parse_command
+from tui.core.cluster.base import Cluster, ClusterError
 from tui.core.model import ReplicaView
 from tui.core.textsafe import clean
+from tui.gate import NEEDS, Gate
 
-# screen action -> (cluster action whose RBAC verbs it needs, or None for cluster reads)
-NEEDS: dict[str, str | None] = {
-    "edit_args": "edit",
-    "drain": "drain",
-    "rollout_status": None,
-    "rollout_restart": "restart",
-    "scale": "scale",
-    "rollback": "rollback",
-    "logs": "logs",
-    "events": "events",
-}
+__all__ = ["ACTION_OF_KEY", "DESCRIPTION", "KEY_OF", "NEEDS", "MitigationMixin", "live_load"]
 
 # the keys themselves are declared in tui/actions.py (fleet and triage scopes)
 _KEYS = [a for a in actions_for(FLEET) if a.id in NEEDS or a.id == "command"]
 KEY_OF = {a.action: a.key for a in _KEYS}
 ACTION_OF_KEY = {a.key: a.action for a in _KEYS}
 DESCRIPTION = {a.action: a.description for a in _KEYS}
-
-COMMANDS = ("ctx ", "ns ", "rollout ", "events", "q")
-
-
-def cluster_of(app: Any) -> Cluster | None:
-    """The cluster behind the app: its own, or the one its metrics source watches."""
-    c = getattr(app, "cluster", None)
-    if c is None:
-        c = getattr(getattr(getattr(app, "monitor", None), "source", None), "cluster", None)
-    return c if isinstance(c, Cluster) else None
-
-
-def app_mode(app: Any) -> str:
-    return getattr(app, "mode", "live") or "live"
-
-
-class Gate:
-    """Which mitigation keys may be used now, and why not. One per app (`gate_of`)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.perms: dict[str, Permissions] = {}
-        self.failed: dict[str, str] = {}  # namespace -> why the RBAC check failed
-        self._loading: set[str] = set()
-        self._cluster_id: int | None = None
-
-    def cluster(self) -> Cluster | None:
-        c = cluster_of(self.app)
-        if c is not None and id(c) != self._cluster_id:  # context / namespace switched
-            self._cluster_id = id(c)
-            self.perms.clear()
-            self.failed.clear()
-        return c
-
-    def namespace(self, view: ReplicaView | None = None) -> str:
-        if view is not None and view.pod is not None and view.pod.namespace:
-            return view.pod.namespace
-        c = self.cluster()
-        return (c.namespace if c is not None else None) or "default"
-
-    def readonly(self) -> bool:
-        c = self.cluster()
-        return bool(getattr(self.app, "readonly", False) or (c is not None and c.readonly))
-
-    def why_not(self, action: str, namespace: str | None = None) -> str | None:
-        """None when `action` (a key action of NEEDS) may be used; else the reason."""
-        if app_mode(self.app) == "replay":
-            return "replay: a recording has no cluster to act on"
-        c = self.cluster()
-        if c is None:
-            return "no cluster: kvwatch is watching endpoints given directly (use a kubeconfig, or kvwatch demo)"
-        need = NEEDS.get(action)
-        mutating = need in MUTATING_ACTIONS
-        if mutating and self.readonly():
-            return "read-only (--readonly, or the context is read-only in the config): nothing can be changed"
-        if need is None:
-            return None
-        ns = namespace or self.namespace()
-        perms = self.perms.get(ns)
-        if perms is None:
-            if ns in self.failed:
-                return f"RBAC check failed: {self.failed[ns]}" if mutating else None
-            return "checking RBAC permissions..." if mutating else None
-        p = perms.actions.get(need)
-        if p is not None and not p.allowed:
-            return clean(p.reason or f"RBAC does not allow {need}")
-        return None
-
-    async def load(self, namespace: str, force: bool = False) -> bool:
-        """Ask the cluster what this user may do in `namespace`; True when it changed anything.
-        `force` asks again (RBAC changes, an API server that was unreachable comes back)."""
-        c = self.cluster()
-        if c is None or (namespace in self.perms and not force) or namespace in self._loading:
-            return False
-        self._loading.add(namespace)
-        try:
-            self.perms[namespace] = await c.permissions(namespace)
-            self.failed.pop(namespace, None)
-        except ClusterError as e:
-            self.failed[namespace] = e.message
-        except Exception as e:  # noqa: BLE001 - an RBAC check must not take the dashboard down
-            self.failed[namespace] = f"{type(e).__name__}: {e}"
-        finally:
-            self._loading.discard(namespace)
-        return True
-
-
-def gate_of(app: Any) -> Gate:
-    gate = getattr(app, "mitigation_gate", None)
-    if gate is None:
-        gate = Gate(app)
-        app.mitigation_gate = gate
-    return gate
 
 
 def live_load(monitor: Any, name: str):
@@ -157,7 +55,7 @@ class MitigationMixin:
     # -- gate -----------------------------------------------------------------------------
     @property
     def gate(self) -> Gate:
-        return gate_of(self.app)
+        return self.app.mitigation_gate
 
     def selected_view(self) -> ReplicaView | None:
         from widgets.fleet_table import FleetTable
@@ -213,7 +111,7 @@ class MitigationMixin:
 
     @work(group="permissions", exit_on_error=False)
     async def _check_permissions(self, force: bool = False) -> None:
-        if self.gate.cluster() is None or app_mode(self.app) == "replay":
+        if self.gate.cluster() is None or self.app.mode == "replay":
             return
         if await self.gate.load(self.gate.namespace(self.selected_view()), force):
             self.refresh_bindings()
@@ -374,7 +272,7 @@ class MitigationMixin:
     async def _command(self) -> None:
         from .prompt import PromptScreen
 
-        suggestions = list(COMMANDS)
+        suggestions = list(SUGGESTIONS)
         cluster = self.gate.cluster()
         if cluster is not None:
             try:
@@ -385,24 +283,24 @@ class MitigationMixin:
             except Exception:  # noqa: BLE001 - suggestions are a nicety
                 pass
         line = await self.app.push_screen_wait(PromptScreen(
-            ":", placeholder="ctx NAME · ns NAME · rollout DEPLOYMENT · events · q", suggestions=suggestions))
+            ":", placeholder=PLACEHOLDER, suggestions=suggestions))
         if line:
             await self.run_command(line)
 
     async def run_command(self, line: str) -> None:
-        """`:ctx NAME`, `:ns NAME`, `:rollout DP`, `:events`, `:q`."""
-        words = line.strip().lstrip(":").split()
-        if not words:
+        """Act on one `:` line (tui/command_line.py)."""
+        cmd = parse_command(line)
+        if cmd is None:
             return
-        cmd, arg = words[0].lower(), (words[1] if len(words) > 1 else None)
-        if cmd in ("q", "q!", "quit"):
+        if cmd.name == "quit":
             self.app.exit()
             return
         cluster = self.gate.cluster()
-        if cmd in ("events", "ev", "rollout", "ctx", "context", "ns", "namespace") and cluster is None:
-            self.app.notify(f":{cmd}: {self.gate.why_not('events')}", severity="warning", timeout=5, markup=False)
+        if cmd.needs_cluster and cluster is None:
+            self.app.notify(f":{cmd.typed}: {self.gate.why_not('events')}", severity="warning", timeout=5, markup=False)
             return
-        if cmd in ("events", "ev"):
+        arg = cmd.arg
+        if cmd.name == "events":
             why = self.gate.why_not("events")
             if why:
                 self.app.notify(f":events: {why}", severity="warning", timeout=5, markup=False)
@@ -410,7 +308,7 @@ class MitigationMixin:
                 from .events import EventsScreen
 
                 self.app.push_screen(EventsScreen(cluster, arg or self.gate.namespace(self.selected_view())))
-        elif cmd == "rollout":
+        elif cmd.name == "rollout":
             v = self.selected_view()
             name = arg or (v.pod.owner_name if v is not None and v.pod is not None else None)
             if not name:
@@ -418,14 +316,13 @@ class MitigationMixin:
                 return
             kind = v.pod.owner_kind if (v is not None and v.pod is not None and not arg and v.pod.owner_kind) else "Deployment"
             self.open_rollout(cluster, self.gate.namespace(v), name, kind)
-        elif cmd in ("ctx", "context"):
+        elif cmd.name == "ctx":
             await self._switch_context(cluster, arg)
-        elif cmd in ("ns", "namespace"):
+        elif cmd.name == "ns":
             await self._switch_namespace(cluster, arg)
         else:
-            self.app.notify(f"unknown command :{clean(cmd)} (try :ctx, :ns, :rollout, :events, :q)",
+            self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :q)",
                             severity="warning", timeout=5, markup=False)
-
     async def _switch_context(self, cluster: Cluster, name: str | None) -> None:
         try:
             contexts = await cluster.list_contexts()
@@ -475,26 +372,9 @@ class MitigationMixin:
         await self._swap(with_namespace(name), f"namespace {name}")
 
     async def _swap(self, new: Cluster, what: str) -> None:
-        """Watch another context / namespace: a new source over `new`; old rows are forgotten."""
-        from tui.core.cluster.source import ClusterSource
-
-        app = self.app
-        old = app.monitor.source
-        src = ClusterSource(new, timeout=getattr(old, "timeout", 2.0))
-        app.notify(f"switching to {clean(what)}...", timeout=3, markup=False)
-        await src.start()
-        app.monitor.source = src
-        stale = set(app.monitor.histories)
-        app.monitor.forget(stale)
-        # a poll of the old source still in flight may re-add its rows once: forget them again
-        app.set_timer(getattr(app, "interval", 1.0) + src.timeout + 0.5,
-                      lambda: app.monitor.forget(stale - set(src.pods)))
-        try:
-            await old.close()
-        except Exception:  # noqa: BLE001 - the old watch is gone either way
-            pass
-        if hasattr(app, "apply_context"):
-            app.apply_context(new.context)
+        """Watch another context / namespace through the app; old rows are forgotten."""
+        self.app.notify(f"switching to {clean(what)}...", timeout=3, markup=False)
+        src = await self.app.switch_cluster(new)
         self.recheck_permissions()
-        app.notify(f"now watching {clean(new.context)}/{clean(new.namespace or '')}"
-                   + (f" ({clean(src.last_error)})" if src.last_error else ""), timeout=5, markup=False)
+        self.app.notify(f"now watching {clean(new.context)}/{clean(new.namespace or '')}"
+                        + (f" ({clean(src.last_error)})" if src.last_error else ""), timeout=5, markup=False)

@@ -33,7 +33,7 @@ from tui.core.textsafe import clean
 from widgets.format import ago, asciify
 
 from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
-from .mitigation import MitigationMixin, app_mode, cluster_of
+from .mitigation import MitigationMixin
 
 MODES = ("triage", "runbook", "capacity")
 MODE_TITLE = {"triage": "triage", "runbook": "runbook", "capacity": "capacity"}
@@ -252,9 +252,9 @@ class TriageScreen(MitigationMixin, Screen):
             self.show_state(self.app.monitor.state)
 
     def _start_fetch(self) -> None:
-        cluster = cluster_of(self.app)
+        cluster = self.app.current_cluster()
         view = self.view()
-        if app_mode(self.app) == "replay":
+        if self.app.mode == "replay":
             self.fetch_note = "replay: no logs, events or rollouts"
         elif cluster is None:
             self.fetch_note = "no cluster: no logs, events or rollouts"

@@ -105,10 +105,10 @@ class DetailScreen(Screen):
             return
         ev = evidence_text(view, state.ts, self.app.palette(), self.app.ascii)
         self.query_one("#evidence", Static).update(asciify(ev) if self.app.ascii else ev)
-        h = self.app.monitor.histories.get(self.replica)
-        if h is None:
+        snap = self.app.monitor.replica_snapshot(self.replica)
+        if snap is None:
             return
-        pts = list(h.points)[-PLOT_POINTS:]
+        pts = snap.points[-PLOT_POINTS:]
         if not pts:
             return
         now = state.ts

@@ -37,13 +37,8 @@ def live_load(monitor: Any, name: str):
     None when the replica's last scrape failed or it exposes neither."""
 
     def load() -> tuple[float, float] | None:
-        h = monitor.histories.get(name)
-        if h is None or h.last_ok is None or h.last_error is not None:
-            return None
-        m = h.latest
-        if m.running is None or m.waiting is None:
-            return None
-        return (m.running, m.waiting)
+        snap = monitor.replica_snapshot(name)
+        return snap.load if snap is not None else None
 
     return load
 

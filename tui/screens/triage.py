@@ -126,8 +126,7 @@ class TriageScreen(MitigationMixin, Screen):
         view = next((r for r in state.replicas if r.name == self.replica), None)
         if view is None:
             view = self._successor(state)
-        h = self.app.monitor.histories.get(self.replica)
-        if view is None or h is None:
+        if view is None or self.app.monitor.replica_snapshot(self.replica) is None:
             self._paint(Text(f"{clean(self.replica)}: gone from the fleet (deleted or replaced pod)", style="bold"),
                         Text("esc: back to the fleet", style="dim"))
             return
@@ -150,7 +149,7 @@ class TriageScreen(MitigationMixin, Screen):
         same workload, so the runbook's verification keeps tracking the incident."""
         if not self.group:
             return None
-        same = [r for r in state.replicas if r.group == self.group and r.name in self.app.monitor.histories]
+        same = [r for r in state.replicas if r.group == self.group and self.app.monitor.knows(r.name)]
         if not same:
             return None
         nxt = min(same, key=lambda r: (SEVERITY.get(r.verdict, 99), r.name))
@@ -164,7 +163,7 @@ class TriageScreen(MitigationMixin, Screen):
 
     def compute(self, view: ReplicaView, now: float) -> Text:
         """The active view's report, from the history up to `now` and the cluster facts."""
-        h = self.app.monitor.histories[self.replica]
+        h = self.app.monitor.replica_snapshot(self.replica).history  # read by the pure reports only
         t = self.app.monitor.thresholds
         pal = self.app.palette()
         f = self.facts
@@ -286,9 +285,10 @@ class TriageScreen(MitigationMixin, Screen):
         current edit step, or the first edit step still to do; else, for a replica held by its
         concurrency cap, the planner's value; else nothing (the form opens as it is)."""
         view = self.view()
-        h = self.app.monitor.histories.get(self.replica)
-        if view is None or h is None:
+        snap = self.app.monitor.replica_snapshot(self.replica)
+        if view is None or snap is None:
             return {}
+        h = snap.history
         now = self.app.monitor.state.ts
         plan = self._capacity(h)
         if self.mode == "capacity":

@@ -22,11 +22,13 @@ from tui.core.model import FleetState
 from tui.core.monitor import Monitor
 
 from .actions import APP, bindings
+from .alerts import PressureAlerts
 from .bindings import binding_ids
 from .gate import Gate
 from .palette import KvwatchCommands
 from .replay_controls import ReplayControls
 from .terminal import StripColor, detect
+from .theming import next_theme, theme_for
 
 if TYPE_CHECKING:
     from tui.core.cluster.source import ClusterSource
@@ -95,8 +97,8 @@ class KvwatchApp(App):
         self.started_at = time.time()  # wall clock: mitigations in the audit log count from here (runbook)
         self.backfill_s: float | None = None  # sources with history (Prometheus) pre-draw this much
         self.bell_on = self.config.bell
-        self.alerts: list[tuple[float, tuple[str, ...]]] = []  # (ts, replicas entering kv-pressure)
-        self._hot: set[str] | None = None  # replicas in kv-pressure at the last refresh
+        self.pressure = PressureAlerts()  # entries into kv-pressure (tui/alerts.py)
+        self.alerts = self.pressure.alerts  # (ts, replicas entering kv-pressure)
         self.notices = list(notices) + [str(p) for p in self.config.problems]
         # NO_COLOR / no colours: the monochrome theme, and no colour escape sequence at all.
         self.no_color_output = detect().no_color if no_color is None else no_color
@@ -189,8 +191,7 @@ class KvwatchApp(App):
         self.readonly = self._cli_readonly or bool(prof and prof.readonly)
         self.production = bool(prof and prof.production)
         if not self._cli_theme and not self.no_color_output:  # --theme and NO_COLOR win
-            self._theme_name = (prof.theme if prof else None) or self.config.theme or DEFAULT_THEME
-            self._theme_key = ("contexts", prof.pattern, "theme") if prof and prof.theme else ("theme",)
+            self._theme_name, self._theme_key = theme_for(self.config, context)
             if not startup and self._theme_name in self.available_themes and self._theme_name != self.theme:
                 self.theme = self._theme_name
                 self._redraw()
@@ -260,13 +261,8 @@ class KvwatchApp(App):
 
     def _alert(self, state: FleetState) -> None:
         """Bell and notification once per entry into kv-pressure (not on every refresh)."""
-        hot = {r.name for r in state.replicas if r.verdict == "kv-pressure"}
-        new = tuple(sorted(hot - (self._hot or set())))
-        self._hot = hot
-        if not new:
-            return
-        self.alerts.append((state.ts, new))
-        if self.bell_on:
+        new = self.pressure.update(state)
+        if new and self.bell_on:
             self.bell()
             self.notify(", ".join(new), title="entered kv-pressure", severity="warning", timeout=8,
                         markup=False)
@@ -312,8 +308,7 @@ class KvwatchApp(App):
         if self.no_color_output:
             self.notify("NO_COLOR is set (or the terminal has no colours): monochrome only", timeout=3)
             return
-        names = list(THEMES)
-        nxt = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
+        nxt = next_theme(self.theme)
         self.theme = nxt
         self._redraw()
         self.notify(f"theme {nxt}", timeout=2, markup=False)

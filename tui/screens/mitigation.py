@@ -18,6 +18,7 @@ from textual import work
 
 from tui.actions import FLEET, actions_for
 from tui.command_line import PLACEHOLDER, SUGGESTIONS, parse_command
+from tui.contexts import ContextSwitcher
 from tui.core.cluster.base import Cluster, ClusterError
 from tui.core.model import ReplicaView
 from tui.core.textsafe import clean
@@ -282,6 +283,9 @@ class MitigationMixin:
         if line:
             await self.run_command(line)
 
+    def _switcher(self) -> ContextSwitcher:
+        return ContextSwitcher(self.app, self._error, self.recheck_permissions)
+
     async def run_command(self, line: str) -> None:
         """Act on one `:` line (tui/command_line.py)."""
         cmd = parse_command(line)
@@ -312,64 +316,9 @@ class MitigationMixin:
             kind = v.pod.owner_kind if (v is not None and v.pod is not None and not arg and v.pod.owner_kind) else "Deployment"
             self.open_rollout(cluster, self.gate.namespace(v), name, kind)
         elif cmd.name == "ctx":
-            await self._switch_context(cluster, arg)
+            await self._switcher().context(cluster, arg)
         elif cmd.name == "ns":
-            await self._switch_namespace(cluster, arg)
+            await self._switcher().namespace(cluster, arg)
         else:
             self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :q)",
                             severity="warning", timeout=5, markup=False)
-    async def _switch_context(self, cluster: Cluster, name: str | None) -> None:
-        try:
-            contexts = await cluster.list_contexts()
-        except Exception as e:  # noqa: BLE001
-            self._error(":ctx", e)
-            return
-        if not name:
-            listing = ", ".join(("*" if c.name == cluster.context else "") + c.name for c in contexts)
-            self.app.notify(clean(listing or "no contexts"), title="contexts", timeout=8, markup=False)
-            return
-        if name == cluster.context:
-            self.app.notify(f"already on context {clean(name)}", timeout=3, markup=False)
-            return
-        if name not in {c.name for c in contexts}:
-            self.app.notify(f":ctx: no context {clean(name)!r} (known: {clean(', '.join(c.name for c in contexts))})",
-                            severity="error", timeout=8, markup=False)
-            return
-        with_context = getattr(cluster, "with_context", None)
-        if with_context is None:
-            self.app.notify(f":ctx: the {cluster.kind} cluster has one context", severity="warning", timeout=5)
-            return
-        try:
-            new = await asyncio.to_thread(with_context, name)
-        except Exception as e:  # noqa: BLE001
-            self._error(":ctx", e)
-            return
-        await self._swap(new, f"context {name}")
-
-    async def _switch_namespace(self, cluster: Cluster, name: str | None) -> None:
-        if not name:
-            try:
-                names = await cluster.list_namespaces()
-            except Exception as e:  # noqa: BLE001
-                self._error(":ns", e)
-                return
-            self.app.notify(clean(", ".join(names) or "none"), title=f"namespaces (now {clean(cluster.namespace or '')})",
-                            timeout=8, markup=False)
-            return
-        with_namespace = getattr(cluster, "with_namespace", None)
-        if with_namespace is None:
-            if name == cluster.namespace:
-                self.app.notify(f"already on namespace {clean(name)}", timeout=3, markup=False)
-            else:
-                self.app.notify(f":ns: the {cluster.kind} cluster has one namespace: {clean(cluster.namespace or '')}",
-                                severity="warning", timeout=5, markup=False)
-            return
-        await self._swap(with_namespace(name), f"namespace {name}")
-
-    async def _swap(self, new: Cluster, what: str) -> None:
-        """Watch another context / namespace through the app; old rows are forgotten."""
-        self.app.notify(f"switching to {clean(what)}...", timeout=3, markup=False)
-        src = await self.app.switch_cluster(new)
-        self.recheck_permissions()
-        self.app.notify(f"now watching {clean(new.context)}/{clean(new.namespace or '')}"
-                        + (f" ({clean(src.last_error)})" if src.last_error else ""), timeout=5, markup=False)

@@ -93,3 +93,12 @@ async def test_palette_hides_mutating_actions_when_read_only(env: Env) -> None:
         await pilot.press("escape")
         items = await palette_items(pilot, "logs")
         assert any("Logs (l)" in i for i in items), items
+
+
+def test_the_registry_marks_as_mutating_exactly_the_keys_the_gate_hides_when_read_only() -> None:
+    from tui.core.cluster.base import MUTATING_ACTIONS
+    from tui.gate import NEEDS
+
+    for a in actions_for("fleet"):
+        if a.id in NEEDS:
+            assert a.mutates == (NEEDS[a.id] in MUTATING_ACTIONS), a.id

@@ -2,6 +2,11 @@
 
 Collection never stops (pause, modals, hidden screens only stop drawing), and one poll never
 overlaps the next: the loop sleeps for what is left of the interval after each refresh.
+
+The rest lives beside it, each behind one attribute or call: keys in tui/actions.py (registry)
+and tui/palette.py, replay moves in `self.replay` (tui/replay_controls.py), the permission gate
+in `self.mitigation_gate` (tui/gate.py), a context switch in `switch_cluster`, kv-pressure
+entries in `self.pressure` (tui/alerts.py), theme choice in tui/theming.py.
 """
 
 from __future__ import annotations

@@ -2,6 +2,11 @@
 
 Collection never stops (pause, modals, hidden screens only stop drawing), and one poll never
 overlaps the next: the loop sleeps for what is left of the interval after each refresh.
+
+The rest lives beside it, each behind one attribute or call: keys in tui/actions.py (registry)
+and tui/palette.py, replay moves in `self.replay` (tui/replay_controls.py), the permission gate
+in `self.mitigation_gate` (tui/gate.py), a context switch in `switch_cluster`, kv-pressure
+entries in `self.pressure` (tui/alerts.py), theme choice in tui/theming.py.
 """
 
 from __future__ import annotations
@@ -9,19 +14,29 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from textual import work
 from textual.app import App
-from textual.binding import Binding
 from textual.message import Message
 
 from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
+from tui.core.cluster.base import Cluster
 from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
 
+from .actions import APP, bindings
+from .alerts import PressureAlerts
+from .bindings import binding_ids
+from .gate import Gate
+from .palette import KvwatchCommands
+from .replay_controls import ReplayControls
 from .terminal import StripColor, detect
+from .theming import next_theme, theme_for
+
+if TYPE_CHECKING:
+    from tui.core.sources.kube import ClusterSource
 
 
 class FleetUpdated(Message):
@@ -42,21 +57,9 @@ class KvwatchApp(App):
     """
     TITLE = "kvwatch"
     ENABLE_COMMAND_PALETTE = True
+    COMMANDS = App.COMMANDS | {KvwatchCommands}  # kvwatch's own actions (tui/palette.py)
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit", id="quit"),
-        Binding("question_mark", "help", "Help", id="help"),
-        Binding("p", "toggle_pause", "Pause", id="pause"),
-        Binding("ctrl+r", "refresh_now", "Refresh", show=False, id="refresh"),
-        Binding("ctrl+s", "screenshot", "Screenshot", show=False, id="screenshot"),
-        Binding("ctrl+t", "cycle_theme", "Next theme", show=False, id="cycle_theme"),
-        Binding("ctrl+b", "toggle_bell", "Bell on kv-pressure", show=False, id="bell"),
-        # replay only (check_action hides them in live modes)
-        Binding("less_than_sign", "replay_step(-1)", "Step back", id="replay_back"),
-        Binding("greater_than_sign", "replay_step(1)", "Step", id="replay_forward"),
-        Binding("n", "replay_next_change", "Next change", id="replay_next"),
-        Binding("T", "replay_seek", "Seek (time)", id="replay_seek"),
-    ]
+    BINDINGS = bindings(APP)  # tui/actions.py: the app's keys, declared with every other
 
     def __init__(
         self,
@@ -79,6 +82,8 @@ class KvwatchApp(App):
         self.monitor = monitor
         self.interval = interval
         self.mode = mode  # "live" or "replay"; mitigation keys check it (replay: read-only)
+        # replay: the only way to the recording (tui/replay_controls.py)
+        self.replay = ReplayControls(monitor) if mode == "replay" else None
         self.config = config or Config()
         self._cli_readonly = readonly or mode == "replay"
         self.readonly = self._cli_readonly
@@ -97,8 +102,8 @@ class KvwatchApp(App):
         self.started_at = time.time()  # wall clock: mitigations in the audit log count from here (runbook)
         self.backfill_s: float | None = None  # sources with history (Prometheus) pre-draw this much
         self.bell_on = self.config.bell
-        self.alerts: list[tuple[float, tuple[str, ...]]] = []  # (ts, replicas entering kv-pressure)
-        self._hot: set[str] | None = None  # replicas in kv-pressure at the last refresh
+        self.pressure = PressureAlerts()  # entries into kv-pressure (tui/alerts.py)
+        self.alerts = self.pressure.alerts  # (ts, replicas entering kv-pressure)
         self.notices = list(notices) + [str(p) for p in self.config.problems]
         # NO_COLOR / no colours: the monochrome theme, and no colour escape sequence at all.
         self.no_color_output = detect().no_color if no_color is None else no_color
@@ -106,6 +111,8 @@ class KvwatchApp(App):
             self._filters = [f for f in self._filters if type(f).__name__ not in ("Monochrome", "NoColor")]
             self._filters.append(StripColor())
             self._theme_name = MONO_THEME
+        self.cluster: Cluster | None = None  # set when the cluster is not the source's (tests, tools)
+        self.mitigation_gate = Gate(self)  # which mitigation keys may be used now (tui/gate.py)
         self.apply_context(context, startup=True)
 
     # -- theme ------------------------------------------------------------------
@@ -148,8 +155,6 @@ class KvwatchApp(App):
         keys = dict(self.config.keys)
         if not keys:
             return
-        from .bindings import binding_ids
-
         known = binding_ids()
         for bid in sorted(set(keys) - set(known)):
             self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid}: no such binding id "
@@ -157,7 +162,33 @@ class KvwatchApp(App):
             del keys[bid]
         self.set_keymap(keys)
 
-    # -- contexts (k9s skins: production looks different) -------------------------------------
+    # -- the cluster and contexts (k9s skins: production looks different) ---------------------
+    def current_cluster(self) -> Cluster | None:
+        """The app's own cluster, else the one its metrics source watches; None for endpoints
+        given directly, or a replay."""
+        c = self.cluster if self.cluster is not None else getattr(self.monitor.source, "cluster", None)
+        return c if isinstance(c, Cluster) else None
+
+    async def switch_cluster(self, cluster: Cluster) -> ClusterSource:
+        """Watch another context / namespace: a new source over `cluster` replaces the old one,
+        whose rows are forgotten; the context's profile (theme, read-only) follows."""
+        from tui.core.sources.kube import ClusterSource
+
+        old = self.monitor.source
+        src = ClusterSource(cluster, timeout=getattr(old, "timeout", 2.0))
+        await src.start()
+        self.monitor.source = src
+        stale = set(self.monitor.histories)
+        self.monitor.forget(stale)
+        # a poll of the old source still in flight may re-add its rows once: forget them again
+        self.set_timer(self.interval + src.timeout + 0.5, lambda: self.monitor.forget(stale - set(src.pods)))
+        try:
+            await old.close()
+        except Exception:  # noqa: BLE001 - the old watch is gone either way
+            pass
+        self.apply_context(cluster.context)
+        return src
+
     def apply_context(self, context: str | None, startup: bool = False) -> None:
         """Switch to a kube context's profile from the config: theme, read-only, production."""
         self.context = context
@@ -165,8 +196,7 @@ class KvwatchApp(App):
         self.readonly = self._cli_readonly or bool(prof and prof.readonly)
         self.production = bool(prof and prof.production)
         if not self._cli_theme and not self.no_color_output:  # --theme and NO_COLOR win
-            self._theme_name = (prof.theme if prof else None) or self.config.theme or DEFAULT_THEME
-            self._theme_key = ("contexts", prof.pattern, "theme") if prof and prof.theme else ("theme",)
+            self._theme_name, self._theme_key = theme_for(self.config, context)
             if not startup and self._theme_name in self.available_themes and self._theme_name != self.theme:
                 self.theme = self._theme_name
                 self._redraw()
@@ -190,9 +220,7 @@ class KvwatchApp(App):
         """(mode, status) for the header: live/paused, or replay with speed and position."""
         if self.mode != "replay":
             return ("paused" if self.paused else "live"), ""
-        src = self.monitor.source
-        return ("replay" if src.playing else "replay-paused",
-                f"{src.speed:g}x {src.pos}/{len(src.rounds)}")
+        return self.replay.status()
 
     async def on_unmount(self) -> None:
         src = self.monitor.source
@@ -238,13 +266,8 @@ class KvwatchApp(App):
 
     def _alert(self, state: FleetState) -> None:
         """Bell and notification once per entry into kv-pressure (not on every refresh)."""
-        hot = {r.name for r in state.replicas if r.verdict == "kv-pressure"}
-        new = tuple(sorted(hot - (self._hot or set())))
-        self._hot = hot
-        if not new:
-            return
-        self.alerts.append((state.ts, new))
-        if self.bell_on:
+        new = self.pressure.update(state)
+        if new and self.bell_on:
             self.bell()
             self.notify(", ".join(new), title="entered kv-pressure", severity="warning", timeout=8,
                         markup=False)
@@ -290,8 +313,7 @@ class KvwatchApp(App):
         if self.no_color_output:
             self.notify("NO_COLOR is set (or the terminal has no colours): monochrome only", timeout=3)
             return
-        names = list(THEMES)
-        nxt = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
+        nxt = next_theme(self.theme)
         self.theme = nxt
         self._redraw()
         self.notify(f"theme {nxt}", timeout=2, markup=False)
@@ -312,31 +334,22 @@ class KvwatchApp(App):
             return False  # the recording's clock drives a replay
         return True
 
-    # -- replay -----------------------------------------------------------------
+    # -- replay: every move goes through self.replay, which may rebuild the Monitor ----------
     @work(exclusive=True, group="poll", exit_on_error=False)
     async def replay_loop(self) -> None:
         """Feed due polls of the recording to the Monitor one at a time; draw after each batch."""
-        from tui.core.replay import remember
-
         while True:
-            src = self.monitor.source
-            n = 0
-            while src.due():
-                await self.monitor.refresh()
-                remember(self.monitor, src)
-                n += 1
-                if n % 50 == 0:
-                    await asyncio.sleep(0)  # a fast replay must not starve the keyboard
+            n = await self.replay.advance()
             if n:
                 self.refreshes += n
                 self.post_message(FleetUpdated(self.monitor.state, None))
-            if src.at_end and src.playing:
-                src.pause()
+            if self.replay.stop_at_end():
                 self.notify("end of the recording", timeout=4)
                 self._replay_drawn()
             await asyncio.sleep(0.1)
 
     def _replay_drawn(self) -> None:
+        self.monitor = self.replay.monitor  # a move back rebuilt it
         self.draw(self.monitor.state)
         for screen in self.screen_stack:
             hook = getattr(screen, "on_pause_changed", None)
@@ -344,51 +357,26 @@ class KvwatchApp(App):
                 hook(self.paused)
 
     def _replay_toggle(self) -> None:
-        src = self.monitor.source
-        if src.playing:
-            src.pause()
-        else:
-            if src.at_end:
-                self.replay_goto(1)
-            src.play()
+        self.replay.toggle()
         self._replay_drawn()
 
     def replay_goto(self, k: int) -> None:
-        """Show the recording after its first k polls (k >= 1), paused; rebuilt from the start."""
-        from tui.core.replay import rebuild, remember
-
-        src = self.monitor.source
-        src.pause()
-        k = max(1, min(k, len(src.rounds)))
-        if k != src.pos:
-            if k > src.pos:
-                while src.pos < k:
-                    self.monitor.ingest(src.take())
-                    remember(self.monitor, src)
-            else:
-                self.monitor = rebuild(self.monitor, src, k)
+        """Show the recording after its first k polls (k >= 1), paused."""
+        self.replay.goto(k)
         self._replay_drawn()
 
     def action_replay_step(self, delta: int) -> None:
-        src = self.monitor.source
-        if delta > 0 and src.at_end:
-            self.notify("end of the recording", timeout=2)
-        elif delta < 0 and src.pos <= 1:
-            self.notify("start of the recording", timeout=2)
-        self.replay_goto(src.pos + delta)
+        note = self.replay.step(delta)
+        if note:
+            self.notify(note, timeout=2)
+        self._replay_drawn()
 
     def action_replay_next_change(self) -> None:
-        from tui.core.replay import next_change, rebuild
-
-        src = self.monitor.source
-        src.pause()
-        k0 = src.pos
-        changes = next_change(self.monitor, src)
+        changes = self.replay.next_change()
         if changes is None:
-            self.monitor = rebuild(self.monitor, src, k0)
             self.notify("no verdict change after this point", timeout=3)
         else:
-            when = time.strftime("%H:%M:%S", time.localtime(src.position_ts))
+            when = time.strftime("%H:%M:%S", time.localtime(self.replay.position_ts))
             text = "; ".join(f"{n}: {a} -> {b}" for n, a, b in changes[:4])
             more = f" (+{len(changes) - 4})" if len(changes) > 4 else ""
             self.notify(f"{when} {text}{more}", title="verdict change", timeout=8, markup=False)
@@ -399,6 +387,6 @@ class KvwatchApp(App):
 
         def done(ts: float | None) -> None:
             if ts is not None:
-                self.replay_goto(self.monitor.source.index_at(ts))
+                self.replay_goto(self.replay.index_at(ts))
 
-        self.push_screen(SeekScreen(self.monitor.source), done)
+        self.push_screen(SeekScreen(self.replay.source), done)

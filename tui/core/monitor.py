@@ -7,14 +7,28 @@ the screen shows and what a script sees cannot disagree.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
-from .model import FleetState, ReplicaView, Scrape
+from .model import FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .sources.base import Source
 from .verdicts import SEVERITY
+
+
+@dataclass(frozen=True)
+class ReplicaSnapshot:
+    """One replica as of the last refresh, for screens that need more than its ReplicaView.
+
+    `history` is the Monitor's own (not copied: it carries the diagnosis' state between
+    refreshes); it is handed on only to the pure report functions (triage, runbook, capacity),
+    which read it. Screens draw from the frozen fields."""
+
+    name: str
+    points: tuple[tuple[float, ReplicaMetrics], ...]  # (ts, metrics) per good scrape, oldest first
+    load: tuple[float, float] | None  # (running, waiting) of the last scrape if it was good
+    history: ReplicaHistory
 
 
 class Monitor:
@@ -50,6 +64,21 @@ class Monitor:
         if take_removed is not None:
             self.forget(take_removed())
         return self.ingest(scrapes)
+
+    def knows(self, name: str) -> bool:
+        return name in self.histories
+
+    def replica_snapshot(self, name: str) -> ReplicaSnapshot | None:
+        """A frozen view of replica `name`; None when the Monitor does not know it."""
+        h = self.histories.get(name)
+        if h is None:
+            return None
+        load = None
+        if h.last_ok is not None and h.last_error is None:
+            m = h.latest
+            if m.running is not None and m.waiting is not None:
+                load = (m.running, m.waiting)
+        return ReplicaSnapshot(name, tuple(h.points), load, h)
 
     def forget(self, names: Iterable[str]) -> None:
         """Drop replicas that no longer exist (deleted pods)."""

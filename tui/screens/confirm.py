@@ -13,7 +13,7 @@ from typing import Any
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from tui.actions import bindings
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
@@ -57,7 +57,7 @@ def preflight_text(plan: ActionPlan) -> Text:
 class ConfirmScreen(ModalScreen[bool]):
     """Returns True when confirmed; `typed_name` holds what was typed (production contexts)."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="confirm_cancel")]
+    BINDINGS = bindings("confirm")
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
     ConfirmScreen > Vertical { width: 110; max-width: 98%; height: auto; max-height: 96%;

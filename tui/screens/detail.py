@@ -4,18 +4,18 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Grid, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual_plotext import PlotextPlot
 
+from tui.actions import bindings
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.format import ago, asciify, num, pct, rate, secs
 from widgets.verdict import colour_var, label
 
-from .triage import OPEN_BINDINGS, open_diagnosis
+from .triage import open_diagnosis
 
 PLOT_POINTS = 300
 
@@ -70,11 +70,7 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
 
 
 class DetailScreen(Screen):
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="back"),
-        Binding("left_square_bracket", "app.pop_screen", "Back", show=False, id="back2"),
-        *OPEN_BINDINGS,  # t / g / c: triage, runbook, capacity of this replica (screens/triage.py)
-    ]
+    BINDINGS = bindings("detail")  # tui/actions.py: back, then t / g / c of this replica
     DEFAULT_CSS = """
     DetailScreen #evidence { height: auto; max-height: 14; padding: 0 1; background: $surface; }
     DetailScreen Grid { grid-size: 2 3; grid-gutter: 0 1; }
@@ -109,10 +105,10 @@ class DetailScreen(Screen):
             return
         ev = evidence_text(view, state.ts, self.app.palette(), self.app.ascii)
         self.query_one("#evidence", Static).update(asciify(ev) if self.app.ascii else ev)
-        h = self.app.monitor.histories.get(self.replica)
-        if h is None:
+        snap = self.app.monitor.replica_snapshot(self.replica)
+        if snap is None:
             return
-        pts = list(h.points)[-PLOT_POINTS:]
+        pts = snap.points[-PLOT_POINTS:]
         if not pts:
             return
         now = state.ts

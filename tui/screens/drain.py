@@ -15,7 +15,7 @@ from typing import Any, Callable
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from tui.actions import bindings
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -44,11 +44,7 @@ def step_line(clock_ts: float, st: DrainStep) -> Text:
 class DrainScreen(Screen):
     POLL_S = 2.0  # seconds between checks of the spare and of the target's load
 
-    BINDINGS = [
-        Binding("c", "cancel_drain", "Cancel drain", id="drain_cancel"),
-        Binding("u", "restore", "Restore replicas", id="drain_restore"),
-        Binding("escape", "back", "Back", id="drain_back"),
-    ]
+    BINDINGS = bindings("drain")
     DEFAULT_CSS = """
     DrainScreen #drain-title { height: auto; padding: 0 1; background: $surface; }
     DrainScreen #drain-load { height: 1; padding: 0 1; }

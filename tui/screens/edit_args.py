@@ -15,12 +15,12 @@ from typing import Any, Mapping
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Footer, Input, Label, Static
 
+from tui.actions import PRESET_KEYS, bindings
 from tui.core.cluster import args as A
 from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo, EditArgsRequest
 from tui.core.model import FleetState, ReplicaView
@@ -28,29 +28,13 @@ from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
 from widgets.format import num, pct, rate
 
-# preset key -> (binding key, button label)
-PRESET_KEYS = (
-    ("seqs-25", "f2", "seqs -25%"),
-    ("seqs-50", "f3", "seqs -50%"),
-    ("gmu-0.7", "f4", "gmu 0.7"),
-    ("gmu-0.6", "f5", "gmu 0.6"),
-    ("batched-50", "f6", "batched /2"),
-)
-
 
 def _field_id(name: str) -> str:
     return "f-" + name
 
 
 class EditArgsScreen(Screen):
-    BINDINGS = [
-        Binding("escape", "cancel", "Cancel", id="edit_cancel"),
-        Binding("ctrl+s", "review", "Review & apply", id="edit_review"),
-        Binding("f7", "reset", "Reset", id="edit_reset"),  # ctrl+u belongs to Input
-        *(Binding(key, f"preset('{p}')", A.PRESETS[p], show=False,
-                  id=f"edit_preset_{p.replace('-', '_').replace('.', '')}")
-          for p, key, _ in PRESET_KEYS),
-    ]
+    BINDINGS = bindings("editargs")  # tui/actions.py: cancel, review, reset, presets
     DEFAULT_CSS = """
     EditArgsScreen #edit-title { height: auto; padding: 0 1; background: $surface; }
     EditArgsScreen #edit-main { height: 1fr; }

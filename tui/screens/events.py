@@ -8,7 +8,7 @@ from typing import Callable
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from tui.actions import bindings
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -23,11 +23,7 @@ def event_clock(cluster: Cluster) -> Callable[[], float]:
 
 
 class EventsScreen(Screen):
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="events_back"),
-        Binding("ctrl+r", "reload", "Reload", id="events_reload"),
-        Binding("w", "toggle_warnings", "Warnings only", id="events_warnings"),
-    ]
+    BINDINGS = bindings("events")
     DEFAULT_CSS = """
     EventsScreen #events-title { height: 1; padding: 0 1; background: $surface; text-style: bold; }
     EventsScreen DataTable { height: 1fr; }

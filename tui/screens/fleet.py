@@ -7,10 +7,10 @@ import re
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from tui.actions import bindings
 from tui.core.model import SEVERITY, FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.fleet_table import FleetTable
@@ -18,8 +18,8 @@ from widgets.format import asciify
 from widgets.header import FleetHeader, PressureBanner
 from widgets.verdict import colour_var, label
 
-from .mitigation import MITIGATION_BINDINGS, MitigationMixin
-from .triage import OPEN_BINDINGS, open_diagnosis
+from .mitigation import MitigationMixin
+from .triage import open_diagnosis
 
 SORTS = {
     "severity": lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name),
@@ -53,21 +53,7 @@ class SelectedStrip(Static):
 
 
 class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/mitigation.py
-    BINDINGS = [
-        Binding("slash", "filter", "Filter", id="filter"),
-        Binding("escape", "clear_filter", "Clear", show=False, id="clear_filter"),
-        Binding("enter", "detail", "Detail", id="detail"),
-        Binding("ctrl+z", "faults", "Faults only", show=False, id="faults"),
-        Binding("K", "sort('kv')", "Sort KV", show=False, id="sort_kv"),
-        Binding("Q", "sort('queue')", "Sort queue", show=False, id="sort_queue"),
-        Binding("N", "sort('name')", "Sort name", show=False, id="sort_name"),
-        Binding("V", "sort('severity')", "Sort severity", show=False, id="sort_severity"),
-        Binding("G", "sort('group')", "Group by owner", show=False, id="sort_group"),
-        Binding("j", "cursor(1)", "Down", show=False, id="down"),
-        Binding("k", "cursor(-1)", "Up", show=False, id="up"),
-        *MITIGATION_BINDINGS,
-        *OPEN_BINDINGS,  # t / g / c: triage, runbook, capacity of the selected replica (screens/triage.py)
-    ]
+    BINDINGS = bindings("fleet")  # tui/actions.py: its own keys, mitigation, then t / g / c
 
     def __init__(self) -> None:
         super().__init__()

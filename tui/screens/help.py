@@ -1,24 +1,19 @@
-"""Key help: every binding of the app and of the screen underneath, with its description."""
+"""Key help: every action (tui/actions.py) of the app and of the screen underneath, with its key."""
 
 from __future__ import annotations
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-
-def _key_name(key: str) -> str:
-    return {"question_mark": "?", "slash": "/", "left_square_bracket": "[", "escape": "esc",
-            "less_than_sign": "<", "greater_than_sign": ">", "space": "space",
-            "colon": ":"}.get(key, key)
+from tui.actions import APP, actions_for, bindings, keys_text, scope_of
 
 
 class HelpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close", id="close")]
+    BINDINGS = bindings("help")
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 72; max-width: 95%; height: auto; max-height: 90%;
@@ -34,25 +29,22 @@ class HelpScreen(ModalScreen):
         stack = [s for s in self.app.screen_stack if s is not self]  # compose may run once pushed
         under = stack[-1] if stack else None
         seen = set()
-        sources = [("app", self.app.BINDINGS)]
+        sources = [("app", actions_for(APP))]  # tui/actions.py: what the footers are built from
         if under is not None and under is not self:
-            sources.insert(0, (type(under).__name__.replace("Screen", "").lower(), under.BINDINGS))
-        for where, bindings in sources:
-            for b in bindings:
-                if not isinstance(b, Binding):
-                    continue
+            sources.insert(0, (scope_of(under), actions_for(scope_of(under))))
+        for where, actions in sources:
+            for a in actions:
                 if under is not None and hasattr(under, "check_action") and under is not self:
-                    if under.check_action(b.action, ()) is False:
+                    if under.check_action(a.action, ()) is False:
                         continue  # hidden: not allowed here (read-only, RBAC)
-                if where == "app" and self.app.check_action(b.action, ()) is False:
+                if where == "app" and self.app.check_action(a.action, ()) is False:
                     continue  # e.g. replay keys in a live session
-                remapped = getattr(self.app, "_keymap", {}).get(b.id) if b.id else None  # config [keys]
-                keys = ", ".join(_key_name(k.strip()) for k in (remapped or b.key).split(","))
-                if (keys, b.description) in seen:
+                keys = keys_text(getattr(self.app, "_keymap", {}).get(a.id) or a.key)  # config [keys]
+                if (keys, a.description) in seen:
                     continue
-                seen.add((keys, b.description))
-                self.rows.append((keys, b.description or b.action, where))
-                table.add_row(keys, b.description or b.action, where)
+                seen.add((keys, a.description))
+                self.rows.append((keys, a.description, where))
+                table.add_row(keys, a.description, where)
         # keys not offered now, and why (read-only, RBAC, replay): the help explains, never lies
         self.hidden: list[tuple[str, str, str]] = []
         if under is not None and under is not self and hasattr(under, "hidden_keys"):
@@ -60,7 +52,7 @@ class HelpScreen(ModalScreen):
         if self.hidden:
             table.add_row("", Text("not available now", style="bold"), "")
             for key, what, why in self.hidden:
-                table.add_row(Text(", ".join(_key_name(k) for k in key.split(",")), style="dim"), Text(f"{what}: {why}", style="dim"), "")
+                table.add_row(Text(keys_text(key), style="dim"), Text(f"{what}: {why}", style="dim"), "")
         with VerticalScroll():
             yield Static("[b]kvwatch keys[/b]  (esc closes)")
             yield Static(table)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from tui.actions import bindings
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -32,12 +32,7 @@ def logs_text(logs: LogLines) -> Text:
 
 
 class LogsScreen(Screen):
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="logs_back"),
-        Binding("p", "toggle_previous", "Previous", id="logs_previous"),
-        Binding("f", "toggle_filter", "Filter", id="logs_filter"),
-        Binding("ctrl+r", "reload", "Reload", id="logs_reload"),
-    ]
+    BINDINGS = bindings("logs")
     DEFAULT_CSS = """
     LogsScreen #logs-title { height: auto; padding: 0 1; background: $surface; text-style: bold; }
     LogsScreen #logs-body { height: 1fr; padding: 0 1; }

@@ -1,10 +1,9 @@
 """Mitigation keys of the fleet screen (k9s style): edit args, drain, rollout, restart, scale, roll
 back, logs, events and the `:` prompt.
 
-A key is bound only when it may be used: never in replay, never without a cluster, mutating keys
-never when read-only (`--readonly` or the context's profile), and never when RBAC (checked up
-front with SelfSubjectAccessReview) denies the verbs. `check_action` says so, so the footer and
-the help never lie; pressing a hidden key flashes why.
+A key is bound only when the app's permission gate (tui/gate.py) allows it: `check_action` says
+so, so the footer and the help never lie; pressing a hidden key flashes why. The `:` line is
+parsed by tui/command_line.py; a context or namespace switch is the app's `switch_cluster`.
 
 Every action: key -> plan (reads only) -> confirm dialog with the exact change -> apply in a
 worker -> flash; the cluster core writes the audit line.
@@ -16,131 +15,22 @@ import asyncio
 from typing import Any
 
 from textual import work
-from textual.binding import Binding
 
-from tui.core.cluster.base import MUTATING_ACTIONS, Cluster, ClusterError, Permissions
+from tui.actions import FLEET, actions_for
+from tui.command_line import PLACEHOLDER, SUGGESTIONS, parse_command
+from tui.contexts import ContextSwitcher
+from tui.core.cluster.base import Cluster, ClusterError
 from tui.core.model import ReplicaView
 from tui.core.textsafe import clean
+from tui.gate import NEEDS, Gate
 
-# screen action -> (cluster action whose RBAC verbs it needs, or None for cluster reads)
-NEEDS: dict[str, str | None] = {
-    "edit_args": "edit",
-    "drain": "drain",
-    "rollout_status": None,
-    "rollout_restart": "restart",
-    "scale": "scale",
-    "rollback": "rollback",
-    "logs": "logs",
-    "events": "events",
-}
+__all__ = ["ACTION_OF_KEY", "DESCRIPTION", "KEY_OF", "NEEDS", "MitigationMixin", "live_load"]
 
-MITIGATION_BINDINGS = [
-    Binding("e", "edit_args", "Edit args", id="edit_args"),
-    Binding("ctrl+d", "drain", "Drain", id="drain"),
-    Binding("z", "rollout_status", "Rollout", id="rollout_status"),
-    Binding("r", "rollout_restart", "Restart", show=False, id="rollout_restart"),
-    Binding("s", "scale", "Scale", show=False, id="scale"),
-    Binding("ctrl+l", "rollback", "Roll back", show=False, id="rollback"),
-    Binding("l", "logs", "Logs", id="logs"),
-    Binding("v", "events", "Events", show=False, id="events"),
-    Binding("colon", "command", "Command", show=False, id="command"),
-]
-KEY_OF = {b.action: b.key for b in MITIGATION_BINDINGS}
-ACTION_OF_KEY = {b.key: b.action for b in MITIGATION_BINDINGS}
-DESCRIPTION = {b.action: b.description for b in MITIGATION_BINDINGS}
-
-COMMANDS = ("ctx ", "ns ", "rollout ", "events", "q")
-
-
-def cluster_of(app: Any) -> Cluster | None:
-    """The cluster behind the app: its own, or the one its metrics source watches."""
-    c = getattr(app, "cluster", None)
-    if c is None:
-        c = getattr(getattr(getattr(app, "monitor", None), "source", None), "cluster", None)
-    return c if isinstance(c, Cluster) else None
-
-
-def app_mode(app: Any) -> str:
-    return getattr(app, "mode", "live") or "live"
-
-
-class Gate:
-    """Which mitigation keys may be used now, and why not. One per app (`gate_of`)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.perms: dict[str, Permissions] = {}
-        self.failed: dict[str, str] = {}  # namespace -> why the RBAC check failed
-        self._loading: set[str] = set()
-        self._cluster_id: int | None = None
-
-    def cluster(self) -> Cluster | None:
-        c = cluster_of(self.app)
-        if c is not None and id(c) != self._cluster_id:  # context / namespace switched
-            self._cluster_id = id(c)
-            self.perms.clear()
-            self.failed.clear()
-        return c
-
-    def namespace(self, view: ReplicaView | None = None) -> str:
-        if view is not None and view.pod is not None and view.pod.namespace:
-            return view.pod.namespace
-        c = self.cluster()
-        return (c.namespace if c is not None else None) or "default"
-
-    def readonly(self) -> bool:
-        c = self.cluster()
-        return bool(getattr(self.app, "readonly", False) or (c is not None and c.readonly))
-
-    def why_not(self, action: str, namespace: str | None = None) -> str | None:
-        """None when `action` (a key action of NEEDS) may be used; else the reason."""
-        if app_mode(self.app) == "replay":
-            return "replay: a recording has no cluster to act on"
-        c = self.cluster()
-        if c is None:
-            return "no cluster: kvwatch is watching endpoints given directly (use a kubeconfig, or kvwatch demo)"
-        need = NEEDS.get(action)
-        mutating = need in MUTATING_ACTIONS
-        if mutating and self.readonly():
-            return "read-only (--readonly, or the context is read-only in the config): nothing can be changed"
-        if need is None:
-            return None
-        ns = namespace or self.namespace()
-        perms = self.perms.get(ns)
-        if perms is None:
-            if ns in self.failed:
-                return f"RBAC check failed: {self.failed[ns]}" if mutating else None
-            return "checking RBAC permissions..." if mutating else None
-        p = perms.actions.get(need)
-        if p is not None and not p.allowed:
-            return clean(p.reason or f"RBAC does not allow {need}")
-        return None
-
-    async def load(self, namespace: str, force: bool = False) -> bool:
-        """Ask the cluster what this user may do in `namespace`; True when it changed anything.
-        `force` asks again (RBAC changes, an API server that was unreachable comes back)."""
-        c = self.cluster()
-        if c is None or (namespace in self.perms and not force) or namespace in self._loading:
-            return False
-        self._loading.add(namespace)
-        try:
-            self.perms[namespace] = await c.permissions(namespace)
-            self.failed.pop(namespace, None)
-        except ClusterError as e:
-            self.failed[namespace] = e.message
-        except Exception as e:  # noqa: BLE001 - an RBAC check must not take the dashboard down
-            self.failed[namespace] = f"{type(e).__name__}: {e}"
-        finally:
-            self._loading.discard(namespace)
-        return True
-
-
-def gate_of(app: Any) -> Gate:
-    gate = getattr(app, "mitigation_gate", None)
-    if gate is None:
-        gate = Gate(app)
-        app.mitigation_gate = gate
-    return gate
+# the keys themselves are declared in tui/actions.py (fleet and triage scopes)
+_KEYS = [a for a in actions_for(FLEET) if a.id in NEEDS or a.id == "command"]
+KEY_OF = {a.action: a.key for a in _KEYS}
+ACTION_OF_KEY = {a.key: a.action for a in _KEYS}
+DESCRIPTION = {a.action: a.description for a in _KEYS}
 
 
 def live_load(monitor: Any, name: str):
@@ -148,13 +38,8 @@ def live_load(monitor: Any, name: str):
     None when the replica's last scrape failed or it exposes neither."""
 
     def load() -> tuple[float, float] | None:
-        h = monitor.histories.get(name)
-        if h is None or h.last_ok is None or h.last_error is not None:
-            return None
-        m = h.latest
-        if m.running is None or m.waiting is None:
-            return None
-        return (m.running, m.waiting)
+        snap = monitor.replica_snapshot(name)
+        return snap.load if snap is not None else None
 
     return load
 
@@ -166,7 +51,7 @@ class MitigationMixin:
     # -- gate -----------------------------------------------------------------------------
     @property
     def gate(self) -> Gate:
-        return gate_of(self.app)
+        return self.app.mitigation_gate
 
     def selected_view(self) -> ReplicaView | None:
         from widgets.fleet_table import FleetTable
@@ -222,7 +107,7 @@ class MitigationMixin:
 
     @work(group="permissions", exit_on_error=False)
     async def _check_permissions(self, force: bool = False) -> None:
-        if self.gate.cluster() is None or app_mode(self.app) == "replay":
+        if self.gate.cluster() is None or self.app.mode == "replay":
             return
         if await self.gate.load(self.gate.namespace(self.selected_view()), force):
             self.refresh_bindings()
@@ -383,7 +268,7 @@ class MitigationMixin:
     async def _command(self) -> None:
         from .prompt import PromptScreen
 
-        suggestions = list(COMMANDS)
+        suggestions = list(SUGGESTIONS)
         cluster = self.gate.cluster()
         if cluster is not None:
             try:
@@ -394,24 +279,27 @@ class MitigationMixin:
             except Exception:  # noqa: BLE001 - suggestions are a nicety
                 pass
         line = await self.app.push_screen_wait(PromptScreen(
-            ":", placeholder="ctx NAME · ns NAME · rollout DEPLOYMENT · events · q", suggestions=suggestions))
+            ":", placeholder=PLACEHOLDER, suggestions=suggestions))
         if line:
             await self.run_command(line)
 
+    def _switcher(self) -> ContextSwitcher:
+        return ContextSwitcher(self.app, self._error, self.recheck_permissions)
+
     async def run_command(self, line: str) -> None:
-        """`:ctx NAME`, `:ns NAME`, `:rollout DP`, `:events`, `:q`."""
-        words = line.strip().lstrip(":").split()
-        if not words:
+        """Act on one `:` line (tui/command_line.py)."""
+        cmd = parse_command(line)
+        if cmd is None:
             return
-        cmd, arg = words[0].lower(), (words[1] if len(words) > 1 else None)
-        if cmd in ("q", "q!", "quit"):
+        if cmd.name == "quit":
             self.app.exit()
             return
         cluster = self.gate.cluster()
-        if cmd in ("events", "ev", "rollout", "ctx", "context", "ns", "namespace") and cluster is None:
-            self.app.notify(f":{cmd}: {self.gate.why_not('events')}", severity="warning", timeout=5, markup=False)
+        if cmd.needs_cluster and cluster is None:
+            self.app.notify(f":{cmd.typed}: {self.gate.why_not('events')}", severity="warning", timeout=5, markup=False)
             return
-        if cmd in ("events", "ev"):
+        arg = cmd.arg
+        if cmd.name == "events":
             why = self.gate.why_not("events")
             if why:
                 self.app.notify(f":events: {why}", severity="warning", timeout=5, markup=False)
@@ -419,7 +307,7 @@ class MitigationMixin:
                 from .events import EventsScreen
 
                 self.app.push_screen(EventsScreen(cluster, arg or self.gate.namespace(self.selected_view())))
-        elif cmd == "rollout":
+        elif cmd.name == "rollout":
             v = self.selected_view()
             name = arg or (v.pod.owner_name if v is not None and v.pod is not None else None)
             if not name:
@@ -427,83 +315,10 @@ class MitigationMixin:
                 return
             kind = v.pod.owner_kind if (v is not None and v.pod is not None and not arg and v.pod.owner_kind) else "Deployment"
             self.open_rollout(cluster, self.gate.namespace(v), name, kind)
-        elif cmd in ("ctx", "context"):
-            await self._switch_context(cluster, arg)
-        elif cmd in ("ns", "namespace"):
-            await self._switch_namespace(cluster, arg)
+        elif cmd.name == "ctx":
+            await self._switcher().context(cluster, arg)
+        elif cmd.name == "ns":
+            await self._switcher().namespace(cluster, arg)
         else:
-            self.app.notify(f"unknown command :{clean(cmd)} (try :ctx, :ns, :rollout, :events, :q)",
+            self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :q)",
                             severity="warning", timeout=5, markup=False)
-
-    async def _switch_context(self, cluster: Cluster, name: str | None) -> None:
-        try:
-            contexts = await cluster.list_contexts()
-        except Exception as e:  # noqa: BLE001
-            self._error(":ctx", e)
-            return
-        if not name:
-            listing = ", ".join(("*" if c.name == cluster.context else "") + c.name for c in contexts)
-            self.app.notify(clean(listing or "no contexts"), title="contexts", timeout=8, markup=False)
-            return
-        if name == cluster.context:
-            self.app.notify(f"already on context {clean(name)}", timeout=3, markup=False)
-            return
-        if name not in {c.name for c in contexts}:
-            self.app.notify(f":ctx: no context {clean(name)!r} (known: {clean(', '.join(c.name for c in contexts))})",
-                            severity="error", timeout=8, markup=False)
-            return
-        with_context = getattr(cluster, "with_context", None)
-        if with_context is None:
-            self.app.notify(f":ctx: the {cluster.kind} cluster has one context", severity="warning", timeout=5)
-            return
-        try:
-            new = await asyncio.to_thread(with_context, name)
-        except Exception as e:  # noqa: BLE001
-            self._error(":ctx", e)
-            return
-        await self._swap(new, f"context {name}")
-
-    async def _switch_namespace(self, cluster: Cluster, name: str | None) -> None:
-        if not name:
-            try:
-                names = await cluster.list_namespaces()
-            except Exception as e:  # noqa: BLE001
-                self._error(":ns", e)
-                return
-            self.app.notify(clean(", ".join(names) or "none"), title=f"namespaces (now {clean(cluster.namespace or '')})",
-                            timeout=8, markup=False)
-            return
-        with_namespace = getattr(cluster, "with_namespace", None)
-        if with_namespace is None:
-            if name == cluster.namespace:
-                self.app.notify(f"already on namespace {clean(name)}", timeout=3, markup=False)
-            else:
-                self.app.notify(f":ns: the {cluster.kind} cluster has one namespace: {clean(cluster.namespace or '')}",
-                                severity="warning", timeout=5, markup=False)
-            return
-        await self._swap(with_namespace(name), f"namespace {name}")
-
-    async def _swap(self, new: Cluster, what: str) -> None:
-        """Watch another context / namespace: a new source over `new`; old rows are forgotten."""
-        from tui.core.sources.kube import ClusterSource
-
-        app = self.app
-        old = app.monitor.source
-        src = ClusterSource(new, timeout=getattr(old, "timeout", 2.0))
-        app.notify(f"switching to {clean(what)}...", timeout=3, markup=False)
-        await src.start()
-        app.monitor.source = src
-        stale = set(app.monitor.histories)
-        app.monitor.forget(stale)
-        # a poll of the old source still in flight may re-add its rows once: forget them again
-        app.set_timer(getattr(app, "interval", 1.0) + src.timeout + 0.5,
-                      lambda: app.monitor.forget(stale - set(src.pods)))
-        try:
-            await old.close()
-        except Exception:  # noqa: BLE001 - the old watch is gone either way
-            pass
-        if hasattr(app, "apply_context"):
-            app.apply_context(new.context)
-        self.recheck_permissions()
-        app.notify(f"now watching {clean(new.context)}/{clean(new.namespace or '')}"
-                   + (f" ({clean(src.last_error)})" if src.last_error else ""), timeout=5, markup=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from tui.actions import bindings
 from textual.containers import Horizontal
 from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
@@ -12,7 +12,7 @@ from textual.widgets import Input, Static
 
 
 class PromptScreen(ModalScreen[str | None]):
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="prompt_cancel")]
+    BINDINGS = bindings("prompt")
     DEFAULT_CSS = """
     PromptScreen { align: center bottom; }
     PromptScreen > Horizontal { width: 100%; height: 3; dock: bottom; background: $surface;

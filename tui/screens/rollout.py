@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from tui.actions import bindings
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
@@ -82,10 +82,7 @@ def rollout_text(st: RolloutStatus, target: str) -> Text:
 
 
 class RolloutScreen(Screen):
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="rollout_back"),
-        Binding("ctrl+r", "refresh_rollout", "Refresh", id="rollout_refresh"),
-    ]
+    BINDINGS = bindings("rollout")
     DEFAULT_CSS = """
     RolloutScreen #rollout-body { height: 1fr; padding: 0 1; }
     RolloutScreen #rollout-text { height: auto; }

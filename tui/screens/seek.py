@@ -6,7 +6,7 @@ import time
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from tui.actions import bindings
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
@@ -22,7 +22,7 @@ def _clock(ts: float) -> str:
 class SeekScreen(ModalScreen[float | None]):
     """Returns the recording time to go to, or None when cancelled."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="seek_cancel")]
+    BINDINGS = bindings("seek")
     DEFAULT_CSS = """
     SeekScreen { align: center middle; }
     SeekScreen > Vertical { width: 76; max-width: 98%; height: auto; border: round $primary;

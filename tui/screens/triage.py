@@ -19,12 +19,12 @@ from typing import Any, Mapping
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
 from tui.core.cluster.facts import fetch_facts
+from tui.actions import actions_for, bindings, key_name
 from tui.core.diagnosis.capacity import CapacityPlan, plan_for_history
 from tui.core.diagnosis.context import ClusterFacts
 from tui.core.diagnosis.runbook import Runbook, _num, runbook
@@ -34,30 +34,12 @@ from tui.core.textsafe import clean
 from widgets.format import ago, asciify
 
 from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
-from .help import _key_name
-from .mitigation import MITIGATION_BINDINGS, MitigationMixin, app_mode, cluster_of
+from .mitigation import MitigationMixin
 
 MODES = ("triage", "runbook", "capacity")
 MODE_TITLE = {"triage": "triage", "runbook": "runbook", "capacity": "capacity"}
 FETCH_EVERY_S = 30.0  # logs and events change slowly; a kube read every refresh would be waste
 ARM_S = 5.0  # a discouraged edit needs the key twice within this many seconds
-
-# the fleet screen's mitigation keys that make sense for one replica
-_KEEP = ("edit_args", "drain", "rollback", "scale", "rollout_restart", "rollout_status", "logs", "events")
-
-# Binding ids shared by this screen and the fleet and detail screens: remapping one remaps all.
-MODE_BINDINGS = [
-    Binding("t", "diagnosis('triage')", "Triage", id="triage"),
-    Binding("g", "diagnosis('runbook')", "Runbook", id="runbook"),
-    Binding("c", "diagnosis('capacity')", "Capacity", id="capacity"),
-]
-# On the fleet and detail screens `t` has its own action, so that a replay can hide it and let
-# the app's `t` (seek) through; `g` then `t` reaches the triage there.
-OPEN_BINDINGS = [
-    Binding("t", "triage", "Triage", id="triage"),
-    Binding("g", "diagnosis('runbook')", "Runbook", show=False, id="runbook"),
-    Binding("c", "diagnosis('capacity')", "Capacity", show=False, id="capacity"),
-]
 
 
 def kv_breached(h, now: float, t) -> bool:
@@ -91,12 +73,7 @@ def edit_screen(cluster: Any, namespace: str, name: str, kind: str, replica: str
 
 
 class TriageScreen(MitigationMixin, Screen):
-    BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back", id="back"),
-        *MODE_BINDINGS,
-        Binding("f", "fetch", "Fetch logs/events", show=False, id="triage_fetch"),
-        *[b for b in MITIGATION_BINDINGS if b.action in _KEEP],
-    ]
+    BINDINGS = bindings("triage")  # tui/actions.py: back, t / g / c, f, the one-replica mitigation keys
     DEFAULT_CSS = """
     TriageScreen #diag-head { height: auto; padding: 0 1; background: $surface; }
     TriageScreen #diag-scroll { height: 1fr; }
@@ -150,8 +127,7 @@ class TriageScreen(MitigationMixin, Screen):
         view = next((r for r in state.replicas if r.name == self.replica), None)
         if view is None:
             view = self._successor(state)
-        h = self.app.monitor.histories.get(self.replica)
-        if view is None or h is None:
+        if view is None or self.app.monitor.replica_snapshot(self.replica) is None:
             self._paint(Text(f"{clean(self.replica)}: gone from the fleet (deleted or replaced pod)", style="bold"),
                         Text("esc: back to the fleet", style="dim"))
             return
@@ -174,7 +150,7 @@ class TriageScreen(MitigationMixin, Screen):
         same workload, so the runbook's verification keeps tracking the incident."""
         if not self.group:
             return None
-        same = [r for r in state.replicas if r.group == self.group and r.name in self.app.monitor.histories]
+        same = [r for r in state.replicas if r.group == self.group and self.app.monitor.knows(r.name)]
         if not same:
             return None
         nxt = min(same, key=lambda r: (SEVERITY.get(r.verdict, 99), r.name))
@@ -188,7 +164,7 @@ class TriageScreen(MitigationMixin, Screen):
 
     def compute(self, view: ReplicaView, now: float) -> Text:
         """The active view's report, from the history up to `now` and the cluster facts."""
-        h = self.app.monitor.histories[self.replica]
+        h = self.app.monitor.replica_snapshot(self.replica).history  # read by the pure reports only
         t = self.app.monitor.thresholds
         pal = self.app.palette()
         f = self.facts
@@ -249,10 +225,9 @@ class TriageScreen(MitigationMixin, Screen):
     def _key_for(self, action: str) -> str:
         """The key bound to `action` here, after the user's remapping (config [keys])."""
         keymap = getattr(self.app, "_keymap", {}) or {}
-        for b in self.BINDINGS:
-            if isinstance(b, Binding) and (b.action == action or b.action == f"diagnosis('{action}')"):
-                keys = keymap.get(b.id, b.key) if b.id else b.key
-                return ",".join(_key_name(k.strip()) for k in keys.split(","))
+        for a in actions_for("triage"):
+            if a.action == action or a.action == f"diagnosis('{action}')":
+                return ",".join(key_name(k.strip()) for k in keymap.get(a.id, a.key).split(","))
         return "?"
 
     def keyinfo(self, action: str) -> tuple[str | None, str | None]:
@@ -277,9 +252,9 @@ class TriageScreen(MitigationMixin, Screen):
             self.show_state(self.app.monitor.state)
 
     def _start_fetch(self) -> None:
-        cluster = cluster_of(self.app)
+        cluster = self.app.current_cluster()
         view = self.view()
-        if app_mode(self.app) == "replay":
+        if self.app.mode == "replay":
             self.fetch_note = "replay: no logs, events or rollouts"
         elif cluster is None:
             self.fetch_note = "no cluster: no logs, events or rollouts"
@@ -311,9 +286,10 @@ class TriageScreen(MitigationMixin, Screen):
         current edit step, or the first edit step still to do; else, for a replica held by its
         concurrency cap, the planner's value; else nothing (the form opens as it is)."""
         view = self.view()
-        h = self.app.monitor.histories.get(self.replica)
-        if view is None or h is None:
+        snap = self.app.monitor.replica_snapshot(self.replica)
+        if view is None or snap is None:
             return {}
+        h = snap.history
         now = self.app.monitor.state.ts
         plan = self._capacity(h)
         if self.mode == "capacity":

@@ -29,7 +29,6 @@ import hashlib
 import json
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp.web
@@ -39,179 +38,23 @@ import jsonpointer
 import kmock
 from kmock._internal import rendering
 
-# plural -> (group, version, kind, namespaced)
-KINDS: dict[str, tuple[str, str, str, bool]] = {
-    "pods": ("", "v1", "Pod", True),
-    "services": ("", "v1", "Service", True),
-    "events": ("", "v1", "Event", True),
-    "namespaces": ("", "v1", "Namespace", False),
-    "deployments": ("apps", "v1", "Deployment", True),
-    "replicasets": ("apps", "v1", "ReplicaSet", True),
-    "statefulsets": ("apps", "v1", "StatefulSet", True),
-}
-PLURAL = {v[2]: k for k, v in KINDS.items()}
-WORKLOADS = ("deployments", "replicasets", "statefulsets")
-HASH = "pod-template-hash"
-REVISION = "deployment.kubernetes.io/revision"
-GPU_PENDING = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
-
-
-def res(plural: str) -> kmock.resource:
-    g, v, _, _ = KINDS[plural]
-    return kmock.resource(g, v, plural)
-
-
-def err(status: int, reason: str, message: str, **details: Any) -> kmock.KubernetesError:
-    return kmock.KubernetesError(status=status, reason=reason, message=message, details=details or {"causes": []})
-
-
-@dataclass
-class Call:
-    method: str
-    path: str
-    query: dict[str, str]
-    content_type: str | None
-    body: Any
-
-    @property
-    def mutating(self) -> bool:
-        """Changes cluster state. Access reviews are POSTs that change nothing."""
-        if self.method in ("PATCH", "PUT", "DELETE"):
-            return self.query.get("dryRun") != "All"
-        if self.method == "POST":
-            return not self.path.endswith("accessreviews") and self.query.get("dryRun") != "All"
-        return False
-
-    @property
-    def writes(self) -> bool:
-        """Any non-read request except access reviews, dry runs included."""
-        return self.method in ("PATCH", "PUT", "DELETE") or (self.method == "POST" and not self.path.endswith("accessreviews"))
-
-
-@dataclass
-class Fault:
-    method: str | None
-    path: re.Pattern[str]
-    status: int = 500
-    message: str = "injected failure"
-    delay: float = 0.0  # seconds before answering (timeouts)
-    times: int | None = None  # None = forever
-    hits: int = field(default=0)
-
-
-# ---------------------------------------------------------------------------------------------
-# selectors and patches
-
-
-def _split_selector(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
-
-def label_match(selector: str | None, labels: dict[str, str]) -> bool:
-    if not selector:
-        return True
-    for term in _split_selector(selector):
-        m = re.fullmatch(r"([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)", term)
-        if m:
-            key, op, vals = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",")}
-            ok = labels.get(key) in vals if op == "in" else labels.get(key) not in vals
-        elif "!=" in term:
-            k, v = term.split("!=", 1)
-            ok = labels.get(k.strip()) != v.strip()
-        elif "=" in term:
-            k, v = re.split(r"==?", term, maxsplit=1)
-            ok = labels.get(k.strip()) == v.strip()
-        elif term.startswith("!"):
-            ok = term[1:].strip() not in labels
-        else:
-            ok = term in labels
-        if not ok:
-            return False
-    return True
-
-
-def _field(obj: dict, path: str) -> Any:
-    cur: Any = obj
-    for part in path.split("."):
-        cur = cur.get(part) if isinstance(cur, dict) else None
-    return cur
-
-
-def field_match(selector: str | None, obj: dict) -> bool:
-    if not selector:
-        return True
-    for term in _split_selector(selector):
-        if "!=" in term:
-            k, v = term.split("!=", 1)
-            if str(_field(obj, k.strip()) or "") == v.strip():
-                return False
-        else:
-            k, v = re.split(r"==?", term, maxsplit=1)
-            if str(_field(obj, k.strip()) or "") != v.strip():
-                return False
-    return True
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
-
-
-def strategic_merge(target: Any, patch: Any) -> Any:
-    """Enough of strategic merge: dicts merge, lists of named dicts merge by `name`."""
-    if isinstance(patch, dict) and isinstance(target, dict):
-        out = copy.deepcopy(target)
-        for k, v in patch.items():
-            if v is None:
-                out.pop(k, None)
-            else:
-                out[k] = strategic_merge(out.get(k), v)
-        return out
-    if (
-        isinstance(patch, list)
-        and isinstance(target, list)
-        and all(isinstance(x, dict) and "name" in x for x in patch + target)
-    ):
-        out = copy.deepcopy(target)
-        for item in patch:
-            i = next((j for j, t in enumerate(out) if t["name"] == item["name"]), None)
-            if i is None:
-                out.append(copy.deepcopy(item))
-            else:
-                out[i] = strategic_merge(out[i], item)
-        return out
-    return copy.deepcopy(patch)
-
-
-def _resolve_int_or_percent(value: Any, total: int, round_up: bool) -> int:
-    if value is None:
-        value = "25%"
-    if isinstance(value, str) and value.endswith("%"):
-        pct = int(value[:-1]) * total / 100.0
-        return int(-(-pct // 1)) if round_up else int(pct // 1)
-    return int(value)
-
+from .common import (
+    GPU_PENDING,
+    HASH,
+    KINDS,
+    PLURAL,
+    REVISION,
+    WORKLOADS,
+    Call,
+    Fault,
+    _resolve_int_or_percent,
+    err,
+    field_match,
+    label_match,
+    merge_patch,
+    res,
+    strategic_merge,
+)
 
 # ---------------------------------------------------------------------------------------------
 
@@ -936,70 +779,4 @@ class KubeEmulator(kmock.KubernetesEmulator):
             cur["status"] = status
             self._write("deployments", cur, "MODIFIED")
 
-
-# ---------------------------------------------------------------------------------------------
-# Realistic vLLM workloads
-
-
-def vllm_deployment(
-    name: str = "llama",
-    ns: str = "serving",
-    replicas: int = 2,
-    *,
-    command: list[str] | None = None,
-    args: list[str] | None = None,
-    env: list[dict] | None = None,
-    labels: dict[str, str] | None = None,
-    grace: int | None = 60,
-    prestop_sleep: int | None = None,
-    strategy: dict | None = None,
-    progress_deadline: int = 600,
-) -> dict:
-    sel = {"app": name}
-    pod_labels = {**sel, "serving": "true", **(labels or {})}
-    container: dict[str, Any] = {
-        "name": "vllm",
-        "image": "vllm/vllm-openai:v0.10.0",
-        "command": command if command is not None else ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"],
-        "args": args if args is not None else ["--max-num-seqs", "256", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--port", "8000"],
-        "ports": [{"containerPort": 8000, "name": "http"}],
-        "resources": {"limits": {"nvidia.com/gpu": "1"}},
-    }
-    if env:
-        container["env"] = env
-    if prestop_sleep:
-        container["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(prestop_sleep)]}}}
-    spec: dict[str, Any] = {"containers": [container, {"name": "log-shipper", "image": "fluent/fluent-bit:3.0"}]}
-    if grace is not None:
-        spec["terminationGracePeriodSeconds"] = grace
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns, "labels": sel},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": sel},
-            "strategy": strategy or {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
-            "progressDeadlineSeconds": progress_deadline,
-            "template": {"metadata": {"labels": pod_labels}, "spec": spec},
-        },
-    }
-
-
-def vllm_service(name: str = "llama", ns: str = "serving") -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"selector": {"app": name, "serving": "true"}, "ports": [{"port": 80, "targetPort": 8000}]},
-    }
-
-
-def client_for(server: kmock.Server, timeout_retries: int = 0) -> Any:
-    """An official `kubernetes` ApiClient pointed at the emulator (no credentials)."""
-    from kubernetes import client
-
-    cfg = client.Configuration(host=str(server.url).rstrip("/"))
-    cfg.retries = timeout_retries
-    return client.ApiClient(cfg)
 

@@ -19,7 +19,15 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
     "deployments": ("apps", "v1", "Deployment", True),
     "replicasets": ("apps", "v1", "ReplicaSet", True),
     "statefulsets": ("apps", "v1", "StatefulSet", True),
+    "endpointslices": ("discovery.k8s.io", "v1", "EndpointSlice", True),
+    "poddisruptionbudgets": ("policy", "v1", "PodDisruptionBudget", True),
+    "horizontalpodautoscalers": ("autoscaling", "v2", "HorizontalPodAutoscaler", True),
+    # custom resources: served only after `emu.install_crd(plural)`
+    "leaderworkersets": ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", True),
+    "inferenceservices": ("serving.kserve.io", "v1beta1", "InferenceService", True),
+    "inferencepools": ("inference.networking.x-k8s.io", "v1alpha2", "InferencePool", True),
 }
+CRDS = ("leaderworkersets", "inferenceservices", "inferencepools")
 PLURAL = {v[2]: k for k, v in KINDS.items()}
 WORKLOADS = ("deployments", "replicasets", "statefulsets")
 HASH = "pod-template-hash"
@@ -184,3 +192,35 @@ def _resolve_int_or_percent(value: Any, total: int, round_up: bool) -> int:
     return int(value)
 
 
+
+
+def selector_match(selector: dict | None, labels: dict[str, str]) -> bool:
+    """A metav1.LabelSelector (matchLabels + matchExpressions) against labels; empty matches all."""
+    # k8s.io/apimachinery pkg/apis/meta/v1/helpers.go LabelSelectorAsSelector: In/NotIn/Exists/DoesNotExist
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, vals = e["key"], e["operator"], set(e.get("values") or [])
+        ok = {"In": key in labels and labels[key] in vals, "NotIn": labels.get(key) not in vals, "Exists": key in labels, "DoesNotExist": key not in labels}[op]
+        if not ok:
+            return False
+    return True
+
+
+def is_ready(pod: dict) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def is_active(pod: dict) -> bool:
+    """Counted by controllers: not terminating and not finished."""
+    # k8s.io/kubernetes pkg/controller/controller_utils.go IsPodActive: phase != Succeeded/Failed && DeletionTimestamp == nil
+    return not pod["metadata"].get("deletionTimestamp") and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def controller_of(obj: dict) -> dict | None:
+    return next((r for r in obj["metadata"].get("ownerReferences") or [] if r.get("controller")), None)
+
+
+def owner_ref(obj: dict) -> dict:
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "name": obj["metadata"]["name"], "uid": obj["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}

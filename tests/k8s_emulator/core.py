@@ -115,7 +115,7 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
     statefulset_controller: bool = False
     crds: set = attrs.field(factory=set)  # installed custom resources (plurals); others answer 404
     _sts_templates: dict = attrs.field(factory=dict, init=False)  # (ns, set, revision) -> pod template
-    _hpa_synced: float = attrs.field(default=float("-inf"), init=False)
+    _hpa_synced: dict = attrs.field(factory=dict, init=False)  # HPA uid -> last sync (emulated clock)
     _stop_at: dict = attrs.field(factory=dict, init=False)  # (ns, pod) -> when the kubelet removes it
 
     def __attrs_post_init__(self) -> None:
@@ -413,6 +413,7 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
         elif ctype == "application/json-patch+json":
             if not isinstance(data, list):
                 raise err(400, "BadRequest", "json patch must be a list of operations")
+            self._json_patch_tests(base, data)
             try:
                 new = jsonpatch.apply_patch(copy.deepcopy(base), data)
             except jsonpatch.JsonPatchTestFailed as e:
@@ -442,6 +443,22 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
             if r is not None and (not isinstance(r, int) or r < 0):
                 raise err(422, "Invalid", f"{kind} is invalid: spec.replicas: Invalid value")
         return self._update(plural, obj, new, status_only=sub == "status", dry=dry)
+
+    @staticmethod
+    def _json_patch_tests(doc: dict, ops: list) -> None:
+        """`test` operations fail as the API server's JSON Patch library words it (a missing member included)."""
+        # gopkg.in/evanphx/json-patch.v4 patch.go test(): errors.Wrapf(ErrTestFailed, "testing value %s failed", path)
+        for op in ops:
+            if not isinstance(op, dict) or op.get("op") != "test":
+                continue
+            path = op.get("path", "")
+            parent, _, _ = path.rpartition("/")
+            try:
+                jsonpointer.resolve_pointer(doc, parent)
+            except jsonpointer.JsonPointerException:
+                raise err(422, "Invalid", f"the server rejected our request due to an error in our request: test operation does not apply: is missing path: {path}") from None
+            if jsonpointer.resolve_pointer(doc, path, None) != op.get("value"):
+                raise err(422, "Invalid", f"the server rejected our request due to an error in our request: testing value {path} failed: test failed")
 
     def _conflict(self, plural: str, obj: dict) -> kmock.KubernetesError:
         g = KINDS[plural][0]

@@ -13,11 +13,13 @@ ISVC_LABEL = "serving.kserve.io/inferenceservice"
 
 
 class OwnersMixin:
-    def _reconcile_hpas(self, force: bool = False) -> None:
-        if not force and self.now - self._hpa_synced < HPA_SYNC_S:
-            return
-        self._hpa_synced = self.now
+    def _reconcile_hpas(self) -> None:
         for hpa in self.items("horizontalpodautoscalers"):
+            # a new HPA syncs at once (its informer enqueues it), then every sync period
+            uid = hpa["metadata"]["uid"]
+            if self.now - self._hpa_synced.get(uid, float("-inf")) < HPA_SYNC_S:
+                continue
+            self._hpa_synced[uid] = self.now
             ns, spec = hpa["metadata"]["namespace"], hpa["spec"]
             ref = spec["scaleTargetRef"]
             target = self.get(PLURAL.get(ref["kind"], ""), ns, ref["name"]) if ref["kind"] in PLURAL else None

@@ -18,4 +18,4 @@ from .common import (  # noqa: F401
     strategic_merge,
 )
 from .core import KubeEmulator  # noqa: F401
-from .workloads import client_for, vllm_deployment, vllm_service  # noqa: F401
+from .workloads import client_for, vllm_deployment, vllm_service, vllm_statefulset  # noqa: F401

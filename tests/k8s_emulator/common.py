@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,7 @@ class Call:
     query: dict[str, str]
     content_type: str | None
     body: Any
+    at: float = field(default_factory=time.monotonic)  # when it arrived, to count requests per second
 
     @property
     def mutating(self) -> bool:

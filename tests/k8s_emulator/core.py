@@ -113,6 +113,9 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
     shutdown_s: float | None = 0.0
     # run the StatefulSet controller (off: StatefulSets keep the status a test writes, as with no controller running)
     statefulset_controller: bool = False
+    proxy_delay: float = 0.0  # seconds each pod-proxy request takes (a slow /metrics page)
+    proxy_inflight: int = 0
+    proxy_inflight_max: int = 0  # the most pod-proxy requests open at once
     crds: set = attrs.field(factory=set)  # installed custom resources (plurals); others answer 404
     _sts_templates: dict = attrs.field(factory=dict, init=False)  # (ns, set, revision) -> pod template
     _hpa_synced: dict = attrs.field(factory=dict, init=False)  # HPA uid -> last sync (emulated clock)
@@ -145,7 +148,16 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
                 )
         if raw_request.method == "GET" and raw_request.path.rstrip("/") == "/api/v1/namespaces":
             return aiohttp.web.json_response(self._list_namespaces())  # kmock's path parser fails here
-        return await super().__call__(raw_request)
+        if "/proxy" not in raw_request.path:
+            return await super().__call__(raw_request)
+        self.proxy_inflight += 1
+        self.proxy_inflight_max = max(self.proxy_inflight_max, self.proxy_inflight)
+        try:
+            if self.proxy_delay:
+                await asyncio.sleep(self.proxy_delay)
+            return await super().__call__(raw_request)
+        finally:
+            self.proxy_inflight -= 1
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         # Skip KubernetesEmulator._handle: it mutates objects before any reaction runs.

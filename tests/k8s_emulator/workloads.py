@@ -69,3 +69,13 @@ def client_for(server: kmock.Server, timeout_retries: int = 0) -> Any:
     cfg.retries = timeout_retries
     return client.ApiClient(cfg)
 
+
+
+def vllm_statefulset(name: str = "qwen", ns: str = "serving", replicas: int = 3, **spec: Any) -> dict:
+    """The vLLM pod template as a StatefulSet (headless Service `name`); `spec` adds or overrides fields."""
+    sts = vllm_deployment(name, ns, replicas)
+    sts["kind"] = "StatefulSet"
+    for k in ("strategy", "progressDeadlineSeconds"):
+        sts["spec"].pop(k)
+    sts["spec"].update(serviceName=name, **spec)
+    return sts

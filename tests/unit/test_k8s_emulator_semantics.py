@@ -13,7 +13,7 @@ import pytest_asyncio
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from tests.k8s_emulator import KubeEmulator, client_for, vllm_deployment, vllm_service
+from tests.k8s_emulator import KubeEmulator, client_for, vllm_deployment, vllm_service, vllm_statefulset
 
 NS = "serving"
 
@@ -191,15 +191,6 @@ async def test_hpa_scales_a_manual_change_back_on_its_next_sync(kube: Kube) -> N
 
 
 # ---- StatefulSet and ReplicaSet controllers ----
-
-
-def vllm_statefulset(replicas: int = 3, **spec: Any) -> dict:
-    sts = vllm_deployment("qwen", replicas=replicas)
-    sts["kind"] = "StatefulSet"
-    for k in ("strategy", "progressDeadlineSeconds"):
-        sts["spec"].pop(k)
-    sts["spec"].update(serviceName="qwen", **spec)
-    return sts
 
 
 async def test_statefulset_ordered_ready_creates_ordinals_one_at_a_time() -> None:

@@ -290,7 +290,7 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
             grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
         if not (pod.get("spec") or {}).get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             grace = 0
-        return max(grace, 0)
+        return 1 if grace < 0 else grace
 
     def _delete(self, plural: str, obj: dict, grace: int | None, dry: bool = False) -> dict:
         meta = obj["metadata"]

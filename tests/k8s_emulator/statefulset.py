@@ -80,8 +80,11 @@ class StatefulSetMixin:
                 break
             if any(p["metadata"]["name"] == f"{meta['name']}-{i}" for p in terminating):
                 continue  # the old pod still holds the name
-            # stateful_set_utils.go newVersionedStatefulSetPod: ordinals below the partition keep the current revision
-            rev = current_rev if strategy.get("type") == "RollingUpdate" and i < partition else update_rev
+            # stateful_set_utils.go newVersionedStatefulSetPod: ordinals below the partition (or, without rollingUpdate,
+            # below status.currentReplicas) keep the current revision
+            ru = strategy.get("rollingUpdate")
+            keep = (strategy.get("type", "RollingUpdate") == "RollingUpdate" and ru is None and i < status.get("currentReplicas", 0)) or (ru is not None and i < partition)
+            rev = current_rev if keep else update_rev
             self._create("pods", ns, self._sts_pod(sts, i, rev), reconcile=False)
             changed = True
             if ordered:  # OrderedReady: one pod at a time, each Running and Ready before the next

@@ -78,8 +78,8 @@ class StatefulSetMixin:
                 continue
             if ordered and not healthy:  # OrderedReady: every lower ordinal Running and Ready first
                 break
-            if any(p["metadata"]["name"] == f"{meta['name']}-{i}" for p in terminating):
-                continue  # the old pod still holds the name
+            if self.get("pods", ns, f"{meta['name']}-{i}") is not None:
+                continue  # a terminating or released pod still holds the name: the create would be AlreadyExists
             # stateful_set_utils.go newVersionedStatefulSetPod: ordinals below the partition (or, without rollingUpdate,
             # below status.currentReplicas) keep the current revision
             ru = strategy.get("rollingUpdate")

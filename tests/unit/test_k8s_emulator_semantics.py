@@ -223,6 +223,18 @@ async def test_statefulset_parallel_rolling_update_respects_partition_and_on_del
         assert emu.get("statefulsets", NS, "qwen")["status"]["updatedReplicas"] == 0  # OnDelete: nothing replaced
 
 
+async def test_statefulset_releases_a_pod_that_stops_matching_and_recreates_the_ordinal() -> None:
+    async with KubeEmulator(statefulset_controller=True) as emu:
+        emu.add(vllm_statefulset(replicas=1))
+        pod = emu.get("pods", NS, "qwen-0")
+        pod["metadata"]["labels"]["app"] = "detached"
+        emu._update("pods", emu.get("pods", NS, "qwen-0"), pod)
+        assert emu.get("pods", NS, "qwen-0")["metadata"]["ownerReferences"] == []  # released, kept its name
+        assert emu.get("statefulsets", NS, "qwen")["status"]["replicas"] == 0  # the name is taken: no replacement yet
+        emu._delete("pods", emu.get("pods", NS, "qwen-0"), 0)
+        assert emu.get("pods", NS, "qwen-0")["metadata"]["labels"]["app"] == "qwen"  # recreated from the template
+
+
 async def test_a_pod_whose_labels_stop_matching_is_released_and_replaced(kube: Kube) -> None:
     name = kube.pods()[0]["metadata"]["name"]
     h = kube.emu.get("pods", NS, name)["metadata"]["labels"]["pod-template-hash"]

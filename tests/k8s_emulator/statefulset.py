@@ -67,7 +67,10 @@ class StatefulSetMixin:
         current_rev = status.get("currentRevision") or update_rev
         replicas = spec.get("replicas", 1)
         ordered = spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady"
-        strategy = spec.get("updateStrategy") or {"type": "RollingUpdate"}
+        strategy = spec.get("updateStrategy") or {}
+        if not strategy.get("type"):
+            # k8s.io/kubernetes pkg/apis/apps/v1/defaults.go SetDefaults_StatefulSet: no type -> RollingUpdate, partition 0
+            strategy = {"type": "RollingUpdate", "rollingUpdate": {"partition": 0, **(strategy.get("rollingUpdate") or {})}}
         partition = ((strategy.get("rollingUpdate") or {}).get("partition")) or 0
         pods = {int(p["metadata"]["name"].rsplit("-", 1)[1]): p for p in self._claim_pods(sts) if p["metadata"]["name"].rsplit("-", 1)[-1].isdigit()}
         terminating = [p for p in self.items("pods", ns) if p["metadata"]["name"].startswith(meta["name"] + "-") and p["metadata"].get("deletionTimestamp")]
@@ -83,7 +86,7 @@ class StatefulSetMixin:
             # stateful_set_utils.go newVersionedStatefulSetPod: ordinals below the partition (or, without rollingUpdate,
             # below status.currentReplicas) keep the current revision
             ru = strategy.get("rollingUpdate")
-            keep = (strategy.get("type", "RollingUpdate") == "RollingUpdate" and ru is None and i < status.get("currentReplicas", 0)) or (ru is not None and i < partition)
+            keep = (strategy["type"] == "RollingUpdate" and ru is None and i < status.get("currentReplicas", 0)) or (ru is not None and i < partition)
             rev = current_rev if keep else update_rev
             self._create("pods", ns, self._sts_pod(sts, i, rev), reconcile=False)
             changed = True
@@ -98,7 +101,7 @@ class StatefulSetMixin:
                 changed = True
                 if ordered:
                     break
-        if not changed and strategy.get("type", "RollingUpdate") == "RollingUpdate" and healthy:
+        if not changed and strategy["type"] == "RollingUpdate" and healthy:
             # RollingUpdate: from the highest ordinal down to the partition, one pod at a time; OnDelete never deletes
             for i in sorted((i for i in pods if partition <= i < replicas), reverse=True):
                 if pods[i]["metadata"]["labels"].get(REVISION_LABEL) != update_rev:
@@ -121,7 +124,7 @@ class StatefulSetMixin:
             "collisionCount": 0,
         }
         # stateful_set_control.go completeRollingUpdate: RollingUpdate with every replica updated and ready
-        if strategy.get("type", "RollingUpdate") == "RollingUpdate" and updated == len(active) == replicas and ready == replicas:
+        if strategy["type"] == "RollingUpdate" and updated == len(active) == replicas and ready == replicas:
             new_status["currentRevision"], new_status["currentReplicas"] = update_rev, updated
         cur = self.get("statefulsets", ns, meta["name"])
         if cur is not None and cur.get("status") != new_status:

@@ -116,6 +116,7 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
     proxy_delay: float = 0.0  # seconds each pod-proxy request takes (a slow /metrics page)
     proxy_inflight: int = 0
     proxy_inflight_max: int = 0  # the most pod-proxy requests open at once
+    identity: str = "oidc:alice@example.com"  # the user SelfSubjectReview reports (not the kubeconfig entry's name)
     crds: set = attrs.field(factory=set)  # installed custom resources (plurals); others answer 404
     _sts_templates: dict = attrs.field(factory=dict, init=False)  # (ns, set, revision) -> pod template
     _hpa_synced: dict = attrs.field(factory=dict, init=False)  # HPA uid -> last sync (emulated clock)
@@ -336,6 +337,9 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
         method = request.method.value
         params = request.params
         dry = params.get("dryRun") == "All"
+        if plural == "selfsubjectreviews" and method == "POST":
+            # authentication.k8s.io/v1 SelfSubjectReview: the authenticated user, as the API server saw the credentials
+            return rendering.Response(status=201, payload={**(request.data or {}), "status": {"userInfo": {"username": self.identity, "groups": ["system:authenticated"]}}})
         if plural == "selfsubjectaccessreviews" and method == "POST":
             return rendering.Response(status=201, payload=self._access_review(request.data or {}))
         if plural not in KINDS or (plural in CRDS and plural not in self.crds):

@@ -321,3 +321,10 @@ async def test_request_log_records_every_request(kube: Kube) -> None:
     await kube.call(kube.core.list_namespaced_pod, NS)
     await kube.call(kube.core.patch_namespaced_pod, kube.pods()[0]["metadata"]["name"], NS, {"metadata": {"labels": {"x": "y"}}}, field_manager="kvwatch")
     assert [c.method for c in kube.emu.calls] == ["GET", "PATCH"] and kube.emu.calls[1].query["fieldManager"] == "kvwatch"
+
+
+async def test_self_subject_review_reports_the_authenticated_user(kube: Kube) -> None:
+    kube.emu.identity = "oidc:bob@example.com"
+    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+    code, got = await kube.raw("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body)
+    assert code == 201 and got["status"]["userInfo"]["username"] == "oidc:bob@example.com"

@@ -305,6 +305,27 @@ async def test_metrics_port_expands_env_var_references(env: Env) -> None:
     assert ":9100/proxy/metrics" in c.metrics_url(pod)
 
 
+@xfail(11, "without --port the declared containerPort named http/metrics is not used")
+async def test_metrics_port_falls_back_to_the_named_container_port(env: Env) -> None:
+    d = vllm_deployment("named", args=["--max-num-seqs", "64"], labels={"serving": "true"})
+    d["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 9000, "name": "metrics"}]
+    env.emu.add(d)
+    c = env.cluster()
+    pod = next(p for p in await c.list_pods(NS) if p.name.startswith("named"))
+    assert ":9000/proxy/metrics" in c.metrics_url(pod)
+
+
+@xfail(11, "KServe's huggingfaceserver with --backend=vllm serves on 8080, not vLLM's 8000")
+async def test_metrics_port_of_kserve_huggingfaceserver_with_the_vllm_backend(env: Env) -> None:
+    d = vllm_deployment("hf", command=["python", "-m", "huggingfaceserver"], args=["--model_name=llama", "--backend=vllm"], labels={"serving": "true"})
+    d["spec"]["template"]["spec"]["containers"][0].pop("ports")
+    env.emu.add(d)
+    c = env.cluster()
+    pods = [p for p in await c.list_pods(NS) if p.name.startswith("hf")]
+    assert pods, "huggingfaceserver --backend=vllm is not recognised as a vLLM pod"
+    assert ":8080/proxy/metrics" in c.metrics_url(pods[0])
+
+
 # ---- defect 12: field manager ----
 
 

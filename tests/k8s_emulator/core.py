@@ -71,6 +71,7 @@ from .owners import OwnersMixin
 from .policy import PolicyMixin
 from .statefulset import StatefulSetMixin
 
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 # k8s.io/apiserver pkg/storage/etcd3 (errors for a compacted continue token), reason Expired, code 410
 CONTINUE_EXPIRED = (
     "The provided continue parameter is too old to display a consistent list result. You can start a new list without the "
@@ -905,8 +906,14 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
             pods.append(self._create("pods", ns, pod, reconcile=False))
             changed = True
         if len(pods) > want:
-            # delete not-ready first, then the newest
-            pods.sort(key=lambda p: (self._is_ready(p), p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
+            # k8s.io/kubernetes pkg/controller/controller_utils.go ActivePodsWithRanks.Less: unscheduled, pending, not ready,
+            # lower controller.kubernetes.io/pod-deletion-cost first, then the newest (ready time, restarts not modelled)
+            def rank(p: dict) -> tuple:
+                cost = int(((p["metadata"].get("annotations") or {}).get(DELETION_COST)) or 0)
+                newest = -int(re.sub(r"\D", "", p["metadata"]["uid"]) or 0)  # the emulator's uids count up with creation
+                return (bool(p["spec"].get("nodeName")), p["status"].get("phase") == "Running", self._is_ready(p), cost, newest)
+
+            pods.sort(key=rank)
             for p in pods[: len(pods) - want]:
                 self._delete("pods", p, None)  # the pod's own terminationGracePeriodSeconds
             pods = pods[len(pods) - want :]

@@ -243,6 +243,13 @@ async def test_a_pod_whose_labels_stop_matching_is_released_and_replaced(kube: K
     assert len(kube.pods()) == 3  # the ReplicaSet created a replacement
 
 
+async def test_replicaset_scale_down_removes_the_lowest_pod_deletion_cost(kube: Kube) -> None:
+    keep, drop = (p["metadata"]["name"] for p in kube.pods())
+    await kube.call(kube.core.patch_namespaced_pod, drop, NS, {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "-100"}}})
+    await kube.call(kube.apps.patch_namespaced_deployment_scale, "llama", NS, {"spec": {"replicas": 1}})
+    assert [p["metadata"]["name"] for p in kube.pods()] == [keep]
+
+
 # ---- owners: LeaderWorkerSet, InferenceService; CRDs and discovery ----
 
 

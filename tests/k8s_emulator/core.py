@@ -1,4 +1,4 @@
-"""kmock's KubernetesEmulator, extended with the API-server semantics kvwatch relies on.
+"""kmock's KubernetesEmulator, extended with the API-server and controller semantics kvwatch relies on.
 
 kmock 0.8 serves objects from memory but ignores selectors, merges strategic patches as plain
 dicts, answers a failed JSON Patch `test` with 500, has no resourceVersion / uid / generation,
@@ -7,29 +7,37 @@ controllers, gives access reviews no status and answers pods/log with the pod JS
 keeps kmock's server, object store (`emu.objects`, with history) and DSL, and adds:
 
 - label and field selectors on list and watch; watch from a resourceVersion, 410 when too old,
-  DELETED/ADDED when an object stops/starts matching, and `timeoutSeconds`;
+  DELETED/ADDED when an object stops/starts matching, and `timeoutSeconds`; BOOKMARK events
+  (`allowWatchBookmarks`, `emu.bookmark()`), a forced expiry (`emu.expire_watches()`), list paging
+  (`limit` / `continue`, 410 for a compacted token);
 - resourceVersion on every write, 409 on a stale one (PUT, merge patch, delete preconditions),
   uid, generation (spec changes only) and observedGeneration;
 - JSON Patch with 422 on a failed `test`, RFC 7386 merge patch, strategic merge by `name`;
-- `/scale` and `/status` subresources, server-side dry run (`dryRun=All`), PUT;
+- `/scale` (replicas omitted when 0) and `/status` subresources, server-side dry run, PUT;
+- graceful pod deletion (deletionTimestamp, the pod's own grace period, finalizers; the kubelet
+  removes it after `shutdown_s` or the grace period, driven by `advance()`);
+- the Eviction subresource with PodDisruptionBudgets (policy.py), EndpointSlices (endpoints.py),
+  a StatefulSet controller and release/adopt of pods (statefulset.py), an HPA, LeaderWorkerSet and
+  KServe InferenceService owners and CRDs served only once installed (owners.py);
 - a minimal Deployment + ReplicaSet controller: hashed ReplicaSets with revision annotations,
   RollingUpdate (maxSurge / maxUnavailable) and Recreate, pods whose readiness tests control,
   Pending pods for "no free GPU", conditions including ProgressDeadlineExceeded;
 - SelfSubjectAccessReview with configurable denials, pods/log text (current and previous), the
   pod proxy for /metrics, events, namespaces;
 - a request log (`emu.calls`) so tests assert the exact requests sent, and injected faults.
+Each real behaviour carries a one-line comment naming the Kubernetes source that defines it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import datetime as _dt
 import hashlib
 import json
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp.web
@@ -39,185 +47,50 @@ import jsonpointer
 import kmock
 from kmock._internal import rendering
 
-# plural -> (group, version, kind, namespaced)
-KINDS: dict[str, tuple[str, str, str, bool]] = {
-    "pods": ("", "v1", "Pod", True),
-    "services": ("", "v1", "Service", True),
-    "events": ("", "v1", "Event", True),
-    "namespaces": ("", "v1", "Namespace", False),
-    "deployments": ("apps", "v1", "Deployment", True),
-    "replicasets": ("apps", "v1", "ReplicaSet", True),
-    "statefulsets": ("apps", "v1", "StatefulSet", True),
-}
-PLURAL = {v[2]: k for k, v in KINDS.items()}
-WORKLOADS = ("deployments", "replicasets", "statefulsets")
-HASH = "pod-template-hash"
-REVISION = "deployment.kubernetes.io/revision"
-GPU_PENDING = "0/3 nodes are available: 3 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod."
+from .common import (
+    CRDS,
+    GPU_PENDING,
+    HASH,
+    KINDS,
+    PLURAL,
+    REVISION,
+    WORKLOADS,
+    Call,
+    Fault,
+    _resolve_int_or_percent,
+    err,
+    field_match,
+    label_match,
+    merge_patch,
+    res,
+    strategic_merge,
+    is_active,
+)
+from .endpoints import EndpointSliceMixin
+from .owners import OwnersMixin
+from .policy import PolicyMixin
+from .statefulset import StatefulSetMixin
+
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+# k8s.io/apiserver pkg/storage/etcd3 (errors for a compacted continue token), reason Expired, code 410
+CONTINUE_EXPIRED = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the "
+    "continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with "
+    "the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the "
+    "first chunk was returned and now may show up in the list."
+)
+BOOKMARK_BEFORE_TIMEOUT_S = 2.0  # k8s.io/apiserver pkg/storage/cacher cacheWatcher.nextBookmarkTime: deadline - 2s
 
 
-def res(plural: str) -> kmock.resource:
-    g, v, _, _ = KINDS[plural]
-    return kmock.resource(g, v, plural)
-
-
-def err(status: int, reason: str, message: str, **details: Any) -> kmock.KubernetesError:
-    return kmock.KubernetesError(status=status, reason=reason, message=message, details=details or {"causes": []})
-
-
-@dataclass
-class Call:
-    method: str
-    path: str
-    query: dict[str, str]
-    content_type: str | None
-    body: Any
-
-    @property
-    def mutating(self) -> bool:
-        """Changes cluster state. Access reviews are POSTs that change nothing."""
-        if self.method in ("PATCH", "PUT", "DELETE"):
-            return self.query.get("dryRun") != "All"
-        if self.method == "POST":
-            return not self.path.endswith("accessreviews") and self.query.get("dryRun") != "All"
-        return False
-
-    @property
-    def writes(self) -> bool:
-        """Any non-read request except access reviews, dry runs included."""
-        return self.method in ("PATCH", "PUT", "DELETE") or (self.method == "POST" and not self.path.endswith("accessreviews"))
-
-
-@dataclass
-class Fault:
-    method: str | None
-    path: re.Pattern[str]
-    status: int = 500
-    message: str = "injected failure"
-    delay: float = 0.0  # seconds before answering (timeouts)
-    times: int | None = None  # None = forever
-    hits: int = field(default=0)
-
-
-# ---------------------------------------------------------------------------------------------
-# selectors and patches
-
-
-def _split_selector(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        if ch == "," and depth == 0:
-            parts.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        parts.append(cur.strip())
-    return parts
-
-
-def label_match(selector: str | None, labels: dict[str, str]) -> bool:
-    if not selector:
-        return True
-    for term in _split_selector(selector):
-        m = re.fullmatch(r"([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)", term)
-        if m:
-            key, op, vals = m.group(1), m.group(2), {v.strip() for v in m.group(3).split(",")}
-            ok = labels.get(key) in vals if op == "in" else labels.get(key) not in vals
-        elif "!=" in term:
-            k, v = term.split("!=", 1)
-            ok = labels.get(k.strip()) != v.strip()
-        elif "=" in term:
-            k, v = re.split(r"==?", term, maxsplit=1)
-            ok = labels.get(k.strip()) == v.strip()
-        elif term.startswith("!"):
-            ok = term[1:].strip() not in labels
-        else:
-            ok = term in labels
-        if not ok:
-            return False
-    return True
-
-
-def _field(obj: dict, path: str) -> Any:
-    cur: Any = obj
-    for part in path.split("."):
-        cur = cur.get(part) if isinstance(cur, dict) else None
-    return cur
-
-
-def field_match(selector: str | None, obj: dict) -> bool:
-    if not selector:
-        return True
-    for term in _split_selector(selector):
-        if "!=" in term:
-            k, v = term.split("!=", 1)
-            if str(_field(obj, k.strip()) or "") == v.strip():
-                return False
-        else:
-            k, v = re.split(r"==?", term, maxsplit=1)
-            if str(_field(obj, k.strip()) or "") != v.strip():
-                return False
-    return True
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
-
-
-def strategic_merge(target: Any, patch: Any) -> Any:
-    """Enough of strategic merge: dicts merge, lists of named dicts merge by `name`."""
-    if isinstance(patch, dict) and isinstance(target, dict):
-        out = copy.deepcopy(target)
-        for k, v in patch.items():
-            if v is None:
-                out.pop(k, None)
-            else:
-                out[k] = strategic_merge(out.get(k), v)
-        return out
-    if (
-        isinstance(patch, list)
-        and isinstance(target, list)
-        and all(isinstance(x, dict) and "name" in x for x in patch + target)
-    ):
-        out = copy.deepcopy(target)
-        for item in patch:
-            i = next((j for j, t in enumerate(out) if t["name"] == item["name"]), None)
-            if i is None:
-                out.append(copy.deepcopy(item))
-            else:
-                out[i] = strategic_merge(out[i], item)
-        return out
-    return copy.deepcopy(patch)
-
-
-def _resolve_int_or_percent(value: Any, total: int, round_up: bool) -> int:
-    if value is None:
-        value = "25%"
-    if isinstance(value, str) and value.endswith("%"):
-        pct = int(value[:-1]) * total / 100.0
-        return int(-(-pct // 1)) if round_up else int(pct // 1)
-    return int(value)
+def _expired(rv: Any) -> dict:
+    return {"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 410, "reason": "Expired", "message": f"too old resource version: {rv}"}}
 
 
 # ---------------------------------------------------------------------------------------------
 
 
 @attrs.define(kw_only=True)
-class KubeEmulator(kmock.KubernetesEmulator):
+class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixin, kmock.KubernetesEmulator):
     """See the module docstring. Tests drive it through the official client over real HTTP."""
 
     now: float = attrs.field(factory=lambda: 1_750_000_000.0)  # emulated wall clock (unix s)
@@ -237,6 +110,18 @@ class KubeEmulator(kmock.KubernetesEmulator):
     _log_floor: int = attrs.field(default=100, init=False)  # watches older than this get 410
     _watchers: list = attrs.field(factory=list, init=False)
     _progress: dict = attrs.field(factory=dict, init=False)
+    # seconds a pod's containers take to exit after SIGTERM; None: they ignore it and are killed when the grace period ends
+    shutdown_s: float | None = 0.0
+    # run the StatefulSet controller (off: StatefulSets keep the status a test writes, as with no controller running)
+    statefulset_controller: bool = False
+    proxy_delay: float = 0.0  # seconds each pod-proxy request takes (a slow /metrics page)
+    proxy_inflight: int = 0
+    proxy_inflight_max: int = 0  # the most pod-proxy requests open at once
+    identity: str = "oidc:alice@example.com"  # the user SelfSubjectReview reports (not the kubeconfig entry's name)
+    crds: set = attrs.field(factory=set)  # installed custom resources (plurals); others answer 404
+    _sts_templates: dict = attrs.field(factory=dict, init=False)  # (ns, set, revision) -> pod template
+    _hpa_synced: dict = attrs.field(factory=dict, init=False)  # HPA uid -> last sync (emulated clock)
+    _stop_at: dict = attrs.field(factory=dict, init=False)  # (ns, pod) -> when the kubelet removes it
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -265,7 +150,16 @@ class KubeEmulator(kmock.KubernetesEmulator):
                 )
         if raw_request.method == "GET" and raw_request.path.rstrip("/") == "/api/v1/namespaces":
             return aiohttp.web.json_response(self._list_namespaces())  # kmock's path parser fails here
-        return await super().__call__(raw_request)
+        if "/proxy" not in raw_request.path:
+            return await super().__call__(raw_request)
+        self.proxy_inflight += 1
+        self.proxy_inflight_max = max(self.proxy_inflight_max, self.proxy_inflight)
+        try:
+            if self.proxy_delay:
+                await asyncio.sleep(self.proxy_delay)
+            return await super().__call__(raw_request)
+        finally:
+            self.proxy_inflight -= 1
 
     async def _handle(self, request: rendering.Request) -> aiohttp.web.StreamResponse:
         # Skip KubernetesEmulator._handle: it mutates objects before any reaction runs.
@@ -377,20 +271,53 @@ class KubeEmulator(kmock.KubernetesEmulator):
         if dry:
             nm["resourceVersion"] = om.get("resourceVersion")
             return new
+        for k in ("deletionTimestamp", "deletionGracePeriodSeconds"):  # set only by DELETE
+            if k in om:
+                nm[k] = om[k]
+            else:
+                nm.pop(k, None)
+        # registry/store.go shouldDeleteDuringUpdate: the last finalizer removed after the grace period ends -> gone
+        if om.get("deletionTimestamp") and not nm.get("finalizers") and om.get("deletionGracePeriodSeconds", 0) == 0:
+            out = self._write(plural, new, "DELETED")
+            self.reconcile()
+            return out
         out = self._write(plural, new, "MODIFIED")
         self.reconcile()
         return self.get(plural, nm.get("namespace"), nm["name"]) or out
 
+    def _pod_grace(self, pod: dict, grace: int | None) -> int:
+        # k8s.io/kubernetes pkg/registry/core/pod/strategy.go CheckGracefulDelete: default = spec.terminationGracePeriodSeconds
+        # (defaulted to 30 on create); unscheduled or finished pods go at once
+        if grace is None:
+            grace = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+        if not (pod.get("spec") or {}).get("nodeName") or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            grace = 0
+        return 1 if grace < 0 else grace
+
     def _delete(self, plural: str, obj: dict, grace: int | None, dry: bool = False) -> dict:
         meta = obj["metadata"]
         out = copy.deepcopy(obj)
-        out["metadata"]["deletionTimestamp"] = self._stamp()
+        if plural == "pods":
+            grace = self._pod_grace(obj, grace)
+            old = meta.get("deletionGracePeriodSeconds")
+            if old is not None and grace >= old:  # a second DELETE may only shorten the grace period
+                return out
+        # k8s.io/apiserver pkg/registry/rest/delete.go BeforeDelete: deletionTimestamp = now + grace period
+        out["metadata"]["deletionTimestamp"] = _dt.datetime.fromtimestamp(self.now + (grace or 0), _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         if grace is not None:
             out["metadata"]["deletionGracePeriodSeconds"] = grace
         if dry:
             return out
         if plural == "pods":
             self.deleted.append((meta.get("namespace"), meta["name"], grace))
+        # k8s.io/apiserver pkg/registry/generic/registry/store.go: finalizers or a grace period keep the object (Terminating)
+        if meta.get("finalizers") or (plural == "pods" and grace):
+            self._write(plural, out, "MODIFIED")
+            if plural == "pods":
+                stop = grace if self.shutdown_s is None else min(grace or 0, self.shutdown_s)
+                self._stop_at[(meta.get("namespace"), meta["name"])] = self.now + stop
+            self.reconcile()
+            return out
         self._write(plural, out, "DELETED")
         if plural == "deployments":  # garbage-collect owned ReplicaSets and pods
             for rs in self._owned("replicasets", meta.get("namespace"), meta["uid"]):
@@ -411,15 +338,20 @@ class KubeEmulator(kmock.KubernetesEmulator):
         method = request.method.value
         params = request.params
         dry = params.get("dryRun") == "All"
+        if plural == "selfsubjectreviews" and method == "POST":
+            # authentication.k8s.io/v1 SelfSubjectReview: the authenticated user, as the API server saw the credentials
+            return rendering.Response(status=201, payload={**(request.data or {}), "status": {"userInfo": {"username": self.identity, "groups": ["system:authenticated"]}}})
         if plural == "selfsubjectaccessreviews" and method == "POST":
             return rendering.Response(status=201, payload=self._access_review(request.data or {}))
-        if plural not in KINDS:
+        if plural not in KINDS or (plural in CRDS and plural not in self.crds):
             raise kmock.KubernetesResourceNotFoundError()
         kind = KINDS[plural][2]
         if plural == "pods" and sub == "log" and method == "GET":
             return self._pod_log(ns, name, params)
         if plural == "pods" and name and sub and sub.startswith("proxy"):
             return self._proxy(ns, name, sub)
+        if plural == "pods" and sub == "eviction" and method == "POST":
+            return self._evict(ns, name, request.data, dry)
         if method == "GET" and params.get("watch") in ("true", "True", "1"):
             return self._watch(plural, ns, name, params)
         if method == "GET" and name is None:
@@ -445,7 +377,26 @@ class KubeEmulator(kmock.KubernetesEmulator):
             and field_match(params.get("fieldSelector"), o)
         ]
         g, v, kind, _ = KINDS[plural]
-        return {"apiVersion": f"{g}/{v}" if g else v, "kind": f"{kind}List", "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+        meta: dict[str, Any] = {"resourceVersion": str(self._rv)}
+        # k8s.io/apimachinery meta/v1 ListOptions Limit/Continue: chunks in key order, an opaque token with the list's resourceVersion
+        items.sort(key=lambda o: (o["metadata"].get("namespace") or "", o["metadata"]["name"]))
+        if params.get("continue"):
+            try:
+                tok = json.loads(base64.urlsafe_b64decode(params["continue"]))
+            except ValueError:
+                raise err(400, "BadRequest", "continue key is not valid: illegal base64 data") from None
+            if tok["rv"] < self._log_floor:  # the revision was compacted away
+                raise err(410, "Expired", CONTINUE_EXPIRED)
+            meta["resourceVersion"] = str(tok["rv"])
+            items = [o for o in items if ((o["metadata"].get("namespace") or ""), o["metadata"]["name"]) > tuple(tok["start"])]
+        limit = int(params.get("limit") or 0)
+        if limit and len(items) > limit:
+            last = items[limit - 1]["metadata"]
+            tok = {"v": "meta.k8s.io/v1", "rv": int(meta["resourceVersion"]), "start": [last.get("namespace") or "", last["name"]]}
+            meta["continue"] = base64.urlsafe_b64encode(json.dumps(tok).encode()).decode()
+            meta["remainingItemCount"] = len(items) - limit
+            items = items[:limit]
+        return {"apiVersion": f"{g}/{v}" if g else v, "kind": f"{kind}List", "metadata": meta, "items": items}
 
     def _list_namespaces(self) -> dict:
         names = {o["metadata"]["name"] for o in self.items("namespaces")}
@@ -479,6 +430,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
         elif ctype == "application/json-patch+json":
             if not isinstance(data, list):
                 raise err(400, "BadRequest", "json patch must be a list of operations")
+            self._json_patch_tests(base, data)
             try:
                 new = jsonpatch.apply_patch(copy.deepcopy(base), data)
             except jsonpatch.JsonPatchTestFailed as e:
@@ -496,7 +448,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
         else:
             raise err(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json (got {ctype!r})")
         if sub == "scale":
-            replicas = (new.get("spec") or {}).get("replicas")
+            replicas = (new.get("spec") or {}).get("replicas", 0)  # omitted means 0 (omitempty)
             if not isinstance(replicas, int) or replicas < 0:
                 raise err(422, "Invalid", f"Scale.autoscaling \"{obj['metadata']['name']}\" is invalid: spec.replicas: Invalid value: {replicas!r}")
             upd = copy.deepcopy(obj)
@@ -508,6 +460,22 @@ class KubeEmulator(kmock.KubernetesEmulator):
             if r is not None and (not isinstance(r, int) or r < 0):
                 raise err(422, "Invalid", f"{kind} is invalid: spec.replicas: Invalid value")
         return self._update(plural, obj, new, status_only=sub == "status", dry=dry)
+
+    @staticmethod
+    def _json_patch_tests(doc: dict, ops: list) -> None:
+        """`test` operations fail as the API server's JSON Patch library words it (a missing member included)."""
+        # gopkg.in/evanphx/json-patch.v4 patch.go test(): errors.Wrapf(ErrTestFailed, "testing value %s failed", path)
+        for op in ops:
+            if not isinstance(op, dict) or op.get("op") != "test":
+                continue
+            path = op.get("path", "")
+            parent, _, _ = path.rpartition("/")
+            try:
+                jsonpointer.resolve_pointer(doc, parent)
+            except jsonpointer.JsonPointerException:
+                raise err(422, "Invalid", f"the server rejected our request due to an error in our request: test operation does not apply: is missing path: {path}") from None
+            if jsonpointer.resolve_pointer(doc, path, None) != op.get("value"):
+                raise err(422, "Invalid", f"the server rejected our request due to an error in our request: testing value {path} failed: test failed")
 
     def _conflict(self, plural: str, obj: dict) -> kmock.KubernetesError:
         g = KINDS[plural][0]
@@ -525,7 +493,8 @@ class KubeEmulator(kmock.KubernetesEmulator):
             "apiVersion": "autoscaling/v1",
             "kind": "Scale",
             "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")},
-            "spec": {"replicas": (obj.get("spec") or {}).get("replicas", 1)},
+            # k8s.io/api autoscaling/v1 ScaleSpec: Replicas int32 `json:"replicas,omitempty"` - 0 is left out
+            "spec": {"replicas": n} if (n := (obj.get("spec") or {}).get("replicas", 1)) else {},
             "status": {"replicas": (obj.get("status") or {}).get("replicas", 0), "selector": ",".join(f"{k}={v}" for k, v in sorted(sel.items()))},
         }
 
@@ -538,6 +507,12 @@ class KubeEmulator(kmock.KubernetesEmulator):
             fsel = f"metadata.name={name}" + (f",{fsel}" if fsel else "")
         timeout = float(params.get("timeoutSeconds") or self.watch_default_timeout)
         rv = params.get("resourceVersion")
+        bookmarks = params.get("allowWatchBookmarks") in ("true", "True", "1")
+        g, v, kind, _ = KINDS[plural]
+
+        def bookmark() -> dict:
+            # meta/v1 WatchEvent BOOKMARK: an object of the watched kind carrying only metadata.resourceVersion
+            return {"type": "BOOKMARK", "object": {"apiVersion": f"{g}/{v}" if g else v, "kind": kind, "metadata": {"resourceVersion": str(emu._rv)}}}
 
         def matches(o: dict | None) -> bool:
             return (
@@ -550,6 +525,8 @@ class KubeEmulator(kmock.KubernetesEmulator):
         class Watcher:
             def __init__(self) -> None:
                 self.q: asyncio.Queue = asyncio.Queue()
+                self.bookmarks = bookmarks
+                self.bookmark = bookmark
 
             def offer(self, p: str, typ: str, old: dict | None, new: dict) -> None:
                 if p != plural:
@@ -568,7 +545,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
             w = Watcher()
             if rv and rv != "0":
                 if int(rv) < emu._log_floor:
-                    yield {"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 410, "reason": "Expired", "message": f"too old resource version: {rv}"}}
+                    yield _expired(rv)
                     return
                 for erv, p, typ, obj in emu._log:
                     if erv > int(rv) and p == plural and matches(obj):
@@ -579,14 +556,22 @@ class KubeEmulator(kmock.KubernetesEmulator):
                         w.q.put_nowait({"type": "ADDED", "object": o})
             emu._watchers.append(w)
             deadline = time.monotonic() + timeout
+            pre_timeout = deadline - BOOKMARK_BEFORE_TIMEOUT_S if bookmarks else None
             try:
                 while True:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return
+                    if pre_timeout is not None and time.monotonic() >= pre_timeout:
+                        pre_timeout = None
+                        yield bookmark()
+                        continue
                     try:
-                        ev = await asyncio.wait_for(w.q.get(), left)
+                        wait = left if pre_timeout is None else max(0.0, pre_timeout - time.monotonic())
+                        ev = await asyncio.wait_for(w.q.get(), wait)
                     except asyncio.TimeoutError:
+                        continue
+                    if ev is None:  # closed by expire_watches()
                         return
                     yield ev
             finally:
@@ -636,6 +621,29 @@ class KubeEmulator(kmock.KubernetesEmulator):
         if page is None:
             raise err(503, "ServiceUnavailable", f"error trying to reach service: dial tcp 10.0.0.1:{port or 80}: connect: connection refused")
         return (page() if callable(page) else page).encode()
+
+    def bookmark(self) -> None:
+        """Send a BOOKMARK now to every watch that allowed them (the real server does every ~minute)."""
+        for w in list(self._watchers):
+            if w.bookmarks:
+                w.q.put_nowait(w.bookmark())
+
+    def expire_watches(self) -> None:
+        """Compact history: open watches end with 410 Gone; resuming from or continuing at any older revision gets 410."""
+        self._log_floor = self._rv + 1
+        self._log.clear()
+        for w in list(self._watchers):
+            w.q.put_nowait(_expired(self._rv))
+            w.q.put_nowait(None)
+
+    def install_crd(self, *plurals: str) -> None:
+        """Install custom resources: served and listed in discovery from now on."""
+        self.crds.update(plurals)
+
+    def _get_resources(self) -> list:
+        # discovery (/apis): a custom resource's group appears only once its CRD is installed
+        out = [r for r in super()._get_resources() if r.plural not in CRDS or r.plural in self.crds]
+        return out + [res(p) for p in self.crds if res(p) not in out]
 
     def add_event(self, ns: str, reason: str, message: str, *, kind: str = "Pod", name: str = "x", type: str = "Normal", ts: float | None = None, count: int = 1) -> dict:
         self._seq += 1
@@ -736,17 +744,39 @@ class KubeEmulator(kmock.KubernetesEmulator):
     def _is_ready(p: dict) -> bool:
         return any(c["type"] == "Ready" and c["status"] == "True" for c in (p.get("status") or {}).get("conditions") or [])
 
+    def _kubelet(self) -> None:
+        """Pods whose grace period has ended: the kubelet's final DELETE (grace 0); finalizers keep them."""
+        for pod in self.items("pods"):
+            meta = pod["metadata"]
+            if not meta.get("deletionTimestamp") or meta.get("deletionGracePeriodSeconds", 0) == 0:
+                continue
+            if self._stop_at.get((meta["namespace"], meta["name"]), 0) > self.now:
+                continue
+            meta["deletionGracePeriodSeconds"] = 0
+            for cs in pod["status"].get("containerStatuses") or []:
+                cs["ready"], cs["state"] = False, {"terminated": {"reason": "Completed", "exitCode": 0}}
+            for cond in pod["status"].get("conditions") or []:
+                if cond["type"] in ("Ready", "ContainersReady"):
+                    cond["status"] = "False"
+            self._write("pods", pod, "DELETED" if not meta.get("finalizers") else "MODIFIED")
+
     def reconcile(self) -> None:
         if not self.controllers:
             return
+        self._kubelet()
+        self._reconcile_hpas()
         for _ in range(20):  # converge: each pass may create what the next one scales
-            changed = False
+            changed = self._reconcile_owners()
             for d in self.items("deployments"):
                 changed |= self._reconcile_deployment(d)
             for rs in self.items("replicasets"):
                 changed |= self._reconcile_rs(rs)
+            for sts in self.items("statefulsets") if self.statefulset_controller else []:
+                changed |= self._reconcile_sts(sts)
             if not changed:
                 break
+        self._reconcile_endpointslices()
+        self._reconcile_pdbs()
         for d in self.items("deployments"):
             self._deployment_status(d)
 
@@ -851,7 +881,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
     def _reconcile_rs(self, rs: dict) -> bool:
         meta = rs["metadata"]
         ns = meta["namespace"]
-        pods = [p for p in self._owned("pods", ns, meta["uid"])]
+        pods = self._claim_pods(rs)
         want = rs["spec"]["replicas"]
         changed = False
         while len(pods) < want:
@@ -876,10 +906,16 @@ class KubeEmulator(kmock.KubernetesEmulator):
             pods.append(self._create("pods", ns, pod, reconcile=False))
             changed = True
         if len(pods) > want:
-            # delete not-ready first, then the newest
-            pods.sort(key=lambda p: (self._is_ready(p), p["metadata"]["creationTimestamp"], p["metadata"]["name"]))
+            # k8s.io/kubernetes pkg/controller/controller_utils.go ActivePodsWithRanks.Less: unscheduled, pending, not ready,
+            # lower controller.kubernetes.io/pod-deletion-cost first, then the newest (ready time, restarts not modelled)
+            def rank(p: dict) -> tuple:
+                cost = int(((p["metadata"].get("annotations") or {}).get(DELETION_COST)) or 0)
+                newest = -int(re.sub(r"\D", "", p["metadata"]["uid"]) or 0)  # the emulator's uids count up with creation
+                return (bool(p["spec"].get("nodeName")), p["status"].get("phase") == "Running", self._is_ready(p), cost, newest)
+
+            pods.sort(key=rank)
             for p in pods[: len(pods) - want]:
-                self._delete("pods", p, 30)
+                self._delete("pods", p, None)  # the pod's own terminationGracePeriodSeconds
             pods = pods[len(pods) - want :]
             changed = True
         ready = sum(1 for p in pods if self._is_ready(p))
@@ -896,7 +932,7 @@ class KubeEmulator(kmock.KubernetesEmulator):
         desired = spec.get("replicas", 1)
         h = self._template_hash(spec["template"])
         rss = self._owned("replicasets", ns, meta["uid"])
-        pods = [p for r in rss for p in self._owned("pods", ns, r["metadata"]["uid"])]
+        pods = [p for r in rss for p in self._owned("pods", ns, r["metadata"]["uid"]) if is_active(p)]
         updated = [p for p in pods if (p["metadata"].get("labels") or {}).get(HASH) == h]
         ready = sum(1 for p in pods if self._is_ready(p))
         ru = (spec.get("strategy") or {}).get("rollingUpdate") or {}
@@ -936,70 +972,4 @@ class KubeEmulator(kmock.KubernetesEmulator):
             cur["status"] = status
             self._write("deployments", cur, "MODIFIED")
 
-
-# ---------------------------------------------------------------------------------------------
-# Realistic vLLM workloads
-
-
-def vllm_deployment(
-    name: str = "llama",
-    ns: str = "serving",
-    replicas: int = 2,
-    *,
-    command: list[str] | None = None,
-    args: list[str] | None = None,
-    env: list[dict] | None = None,
-    labels: dict[str, str] | None = None,
-    grace: int | None = 60,
-    prestop_sleep: int | None = None,
-    strategy: dict | None = None,
-    progress_deadline: int = 600,
-) -> dict:
-    sel = {"app": name}
-    pod_labels = {**sel, "serving": "true", **(labels or {})}
-    container: dict[str, Any] = {
-        "name": "vllm",
-        "image": "vllm/vllm-openai:v0.10.0",
-        "command": command if command is not None else ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"],
-        "args": args if args is not None else ["--max-num-seqs", "256", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--port", "8000"],
-        "ports": [{"containerPort": 8000, "name": "http"}],
-        "resources": {"limits": {"nvidia.com/gpu": "1"}},
-    }
-    if env:
-        container["env"] = env
-    if prestop_sleep:
-        container["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(prestop_sleep)]}}}
-    spec: dict[str, Any] = {"containers": [container, {"name": "log-shipper", "image": "fluent/fluent-bit:3.0"}]}
-    if grace is not None:
-        spec["terminationGracePeriodSeconds"] = grace
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": ns, "labels": sel},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": sel},
-            "strategy": strategy or {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
-            "progressDeadlineSeconds": progress_deadline,
-            "template": {"metadata": {"labels": pod_labels}, "spec": spec},
-        },
-    }
-
-
-def vllm_service(name: str = "llama", ns: str = "serving") -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"selector": {"app": name, "serving": "true"}, "ports": [{"port": 80, "targetPort": 8000}]},
-    }
-
-
-def client_for(server: kmock.Server, timeout_retries: int = 0) -> Any:
-    """An official `kubernetes` ApiClient pointed at the emulator (no credentials)."""
-    from kubernetes import client
-
-    cfg = client.Configuration(host=str(server.url).rstrip("/"))
-    cfg.retries = timeout_retries
-    return client.ApiClient(cfg)
 

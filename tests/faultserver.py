@@ -46,6 +46,26 @@ def healthy_page(model: str = "meta-llama/Llama-3.1-8B-Instruct", running: int =
     return render_v1_page(model=model, running=running, kv_usage=kv_usage, seed=seed)
 
 
+def small_page(kv_usage: float = 0.42, running: int = 7, n: int = 0, model: str = "zai-org/GLM-4.5") -> str:
+    """The gauges and counters of a vLLM 0.10 page without histograms (~1.3 KB, like the
+    production-stack sample in shared/reference): the shape of a long, many-record recording."""
+    lab = f'engine="0",model_name="{model}"'
+    out = []
+    for name, typ, val in (
+        ("vllm:num_requests_running", "gauge", float(running)),
+        ("vllm:num_requests_waiting", "gauge", 0.0),
+        ("vllm:kv_cache_usage_perc", "gauge", kv_usage),
+        ("vllm:num_preemptions_total", "counter", float(n // 50)),
+        ("vllm:prompt_tokens_total", "counter", 512.0 * n),
+        ("vllm:generation_tokens_total", "counter", 128.0 * n),
+        ("vllm:prefix_cache_queries_total", "counter", 32.0 * n),
+        ("vllm:prefix_cache_hits_total", "counter", 16.0 * n),
+    ):
+        out += [f"# HELP {name} {name.split(':')[1].replace('_', ' ')}.", f"# TYPE {name} {typ}",
+                f"{name}{{{lab}}} {val!r}"]
+    return "\n".join(out) + "\n"
+
+
 def _replace_sample(page: str, name: str, value: str) -> str:
     """Set every sample of series `name` (exact metric name) to the raw text `value`."""
     out = []

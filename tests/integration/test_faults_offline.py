@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faultserver import healthy_page, nan_inf_page, run_cli
+from tests.faultserver import healthy_page, nan_inf_page, run_cli, small_page
 
 
 def write_recording(path: Path, pages: dict[str, str], n: int, t0: float = 1_700_000_000.0) -> None:
@@ -55,20 +55,15 @@ async def test_diagnose_of_an_endless_file_gives_up_quickly(tmp_path: Path) -> N
         assert run.peak_rss_mb < 200, run.peak_rss_mb
 
 
-SAMPLE = Path("/work/shared/reference/samples/vllm-0.10.0-production-stack-issue-617.prom")
-SAMPLE_KV = "9.75010481363281e-06"  # the sample's KV usage, varied per record
-
-
 def big_recording(path: Path, target_bytes: int) -> int:
-    """A plain recording of about `target_bytes`: 16 replicas of small real vLLM 0.10 pages (many
+    """A plain recording of about `target_bytes`: 16 replicas of small vLLM 0.10 pages (many
     records, as a long incident gives); its record count."""
-    page = SAMPLE.read_text() if SAMPLE.exists() else healthy_page()
     n = 0
     t = 1_700_000_000.0
     with open(path, "w") as f:
         while f.tell() < target_bytes:
             for i in range(16):
-                text = page.replace(SAMPLE_KV, f"{(n % 97) / 100:.2f}")
+                text = small_page(kv_usage=(n % 97) / 100, running=i + 1, n=n)
                 f.write(json.dumps({"ts": t, "replica": f"r{i}", "metrics": text}, separators=(",", ":")) + "\n")
                 n += 1
             t += 1.0

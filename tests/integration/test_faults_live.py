@@ -60,7 +60,10 @@ async def test_misbehaving_endpoints_do_not_touch_the_healthy_one(tmp_path: Path
                             "--interval", "1", "--timeout", "3")
     assert run.rc == 0, run.err
     lines = run.json_lines()
-    assert len(lines) >= 3
+    assert len(lines) >= 4
+    times = [t for t, _ in run.lines]
+    gaps = [b - a for a, b in zip(times[1:], times[2:])]
+    assert all(0.75 <= g <= 1.25 for g in gaps), gaps  # on schedule (loose: the 50 MB body and the bomb cost CPU)
     for line in lines:
         assert "error" not in line
         r = by_url(line, ok)

@@ -71,8 +71,9 @@ def run_case(srv: ThreadedFaultServer, mode: str, opts: dict, seconds: float, ti
     for u in (*healthy, bad):
         argv += ["--url", u]
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TERM")}
-    env.update(PYTHONPATH=ROOT, HOME="/nonexistent", XDG_CONFIG_HOME="/nonexistent", TERM=env.get("TERM", "xterm-256color"),
-               KVWATCH_CONFIG="/nonexistent/kvwatch.toml", XDG_STATE_HOME="/tmp/kvwatch-bench-state")
+    env.update(PYTHONPATH=ROOT, HOME="/nonexistent", XDG_CONFIG_HOME="/nonexistent",  # no user config
+               TERM=env.get("TERM", "xterm-256color"), KVWATCH_CONFIG="/nonexistent/kvwatch.toml",
+               XDG_STATE_HOME="/tmp/kvwatch-bench-state")
     pid, fd = pty.fork()
     if pid == 0:
         try:

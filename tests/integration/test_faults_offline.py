@@ -81,7 +81,8 @@ async def test_diagnose_of_a_200mb_recording_runs_in_bounded_memory(tmp_path: Pa
     assert run.rc == 0, run.err[-400:]
     assert json.loads(run.out)["scrapes"] == n
     # streaming: ten times the file, about the same memory (~150 MB more when the file is loaded)
-    assert run.peak_rss_mb < base.peak_rss_mb + 40, f"{base.peak_rss_mb:.0f} MB for 20 MB, {run.peak_rss_mb:.0f} for 200"
+    said = f"{base.peak_rss_mb:.0f} MB for 20 MB, {run.peak_rss_mb:.0f} for 200"
+    assert run.peak_rss_mb < base.peak_rss_mb + 40, said
     assert run.peak_rss_mb < 200, f"diagnose peak RSS {run.peak_rss_mb:.0f} MB for 200 MB"
     replay = await run_cli(str(tmp_path), "replay", str(big), "--json", timeout=300)
     assert replay.rc == 0 and replay.peak_rss_mb < 200, f"replay peak RSS {replay.peak_rss_mb:.0f} MB"

@@ -116,13 +116,16 @@ def main() -> int:
             for depth, _, cum, name in sorted((r for r in rows if r[0] == 0), key=lambda r: -r[2])[:args.top]:
                 print(f"    {cum / 1e3:7.1f} ms  {name}")
             unused = [r for r in rows if any(r[3] == p or r[3].startswith(p + ".") for p in NOT_FOR_URL)]
-            tops: dict[str, int] = {}
-            for _, _, cum, name in unused:  # the costliest import under each flagged package
+            tops: dict[str, list[int]] = {}  # root -> [own self time, largest cumulative]
+            for _, own, cum, name in unused:
                 root = next(p for p in NOT_FOR_URL if name == p or name.startswith(p + "."))
-                tops[root] = max(tops.get(root, 0), cum)
-            print("  imported although --url mode does not use it (largest cumulative import under it):")
-            for root, cum in sorted(tops.items(), key=lambda kv: -kv[1]):
-                print(f"    {cum / 1e3:7.1f} ms  {root}")
+                t = tops.setdefault(root, [0, 0])
+                t[0] += own
+                t[1] = max(t[1], cum)
+            print("  imported although --url mode does not use it: own modules' time (cumulative, which also")
+            print("  counts shared dependencies such as httpx when they are first imported through it):")
+            for root, (own, cum) in sorted(tops.items(), key=lambda kv: -kv[1][0]):
+                print(f"    {own / 1e3:7.1f} ms ({cum / 1e3:6.1f} ms)  {root}")
             absent = [p for p in NOT_FOR_URL if p not in tops and "." not in p]
             print("  not imported: " + (", ".join(absent) or "none of the third-party ones"))
     print(load_average() + " at end")

@@ -76,7 +76,8 @@ def main() -> int:
         versions = install(venv)
         print("peers: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "none installed"))
         print(f"each tool in a 200x50 pty, 1 s interval, warm-up {args.warmup:g} s, window {args.window:g} s, in turn")
-        print(f"{'endpoints':>9} {'tool':<12} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8}  kvwatch CPU / this")
+        print(f"{'endpoints':>9} {'tool':<12} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8} {'CPU ms/page':>11}  "
+              f"kvwatch/this: CPU, CPU per page kept")
         env = kvwatch_env()
         peer_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         for n in args.endpoints:
@@ -89,12 +90,15 @@ def main() -> int:
                                                     args.warmup, args.window)))
                     except OSError as e:
                         print(f"{n:>9} {name:<12} failed to start: {e}")
-                ours = rows[0][1].cpu_pct
+                # a tool that keeps fewer refreshes does less work: compare CPU per page it kept too
+                per_page = {name: w.cpu_pct * 10 / (w.hz * n) if w.hz else float("nan") for name, w in rows}
+                ours, ours_pp = rows[0][1].cpu_pct, per_page["kvwatch"]
                 for name, w in rows:
-                    ratio = "" if name == "kvwatch" or not w.cpu_pct else f"{ours / w.cpu_pct:5.2f}x"
+                    ratio = "" if name == "kvwatch" or not w.cpu_pct else \
+                        f"{ours / w.cpu_pct:5.2f}x, {ours_pp / per_page[name]:5.2f}x"
                     note = "" if w.alive else "  (exited before the window ended)"
-                    print(f"{n:>9} {name:<12} {w.cpu_pct:>10.1f} {w.hz:>8.2f} {w.rss_mib:>8.0f}  {ratio}{note}",
-                          flush=True)
+                    print(f"{n:>9} {name:<12} {w.cpu_pct:>10.1f} {w.hz:>8.2f} {w.rss_mib:>8.0f} {per_page[name]:>11.2f}  "
+                          f"{ratio}{note}", flush=True)
     finally:
         if not args.venv:
             shutil.rmtree(venv, ignore_errors=True)

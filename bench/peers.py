@@ -1,6 +1,6 @@
 """kvwatch beside its peers (vllm-htop, vllmstat) at 3 / 64 / 256 endpoints, one run.
 
-    .venv/bin/python bench/peers.py [--endpoints 3 64 256] [--warmup 6] [--window 10] [--venv DIR]
+    .venv/bin/python bench/peers.py [--endpoints 3 64 256] [--warmup 10] [--window 10] [--venv DIR]
 
 The peers are installed from the package index into a temporary virtual environment (or
 into --venv DIR, kept for the next run). A peer that does not exist under that name, fails to
@@ -66,7 +66,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--endpoints", type=int, nargs="+", default=[3, 64, 256])
-    ap.add_argument("--warmup", type=float, default=6.0)
+    ap.add_argument("--warmup", type=float, default=10.0)
     ap.add_argument("--window", type=float, default=10.0)
     ap.add_argument("--venv", help="install the peers here and keep it (default: a temporary one)")
     args = ap.parse_args()

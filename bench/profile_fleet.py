@@ -43,6 +43,9 @@ AREAS = (
     ("scrape orchestration (direct.py)", ("core/sources/direct.py",)),
 )
 LOOP = "event loop, select, gc, other"
+# entry points and the loop's own frames, on nearly every stack: left out of the function table
+ROOTS = ("(asyncio/runners.py)", "(asyncio/base_events.py)", "(asyncio/events.py)", "<module> (<string>)",
+         "(tui/cli.py)", "(tui/launch.py)", "App.run (textual/app.py)", "(threading.py)")
 _LINE = re.compile(r":\d+\)$")
 
 
@@ -78,9 +81,8 @@ def summarise(raw: str, top: int) -> str:
         return "no samples (the process was idle or py-spy could not attach)\n"
     out = [f"{total} samples", "", "| area | % of samples |", "|---|---|"]
     out += [f"| {a} | {100 * c / total:.1f} |" for a, c in areas.most_common()]
-    # the loop's own frames (runner, App.run, run_once) are on nearly every stack: leave them out
-    inner = [(f, c) for f, c in incl.most_common() if c < 0.8 * total]
-    out += ["", "| function (cumulative, frames on < 80% of stacks) | % |", "|---|---|"]
+    inner = [(f, c) for f, c in incl.most_common() if not any(r in f for r in ROOTS)]
+    out += ["", "| function (cumulative; entry points and the loop left out) | % |", "|---|---|"]
     out += [f"| `{f}` | {100 * c / total:.1f} |" for f, c in inner[:top]]
     out += ["", "| function (self) | % |", "|---|---|"]
     out += [f"| `{f}` | {100 * c / total:.1f} |" for f, c in self_.most_common(top)]

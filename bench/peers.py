@@ -75,7 +75,8 @@ def main() -> int:
     try:
         versions = install(venv)
         print("peers: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "none installed"))
-        print(f"each tool in a 200x50 pty, 1 s interval, warm-up {args.warmup:g} s, window {args.window:g} s, in turn")
+        print(f"each tool in a 200x50 pty (drawing included, each with its default history), 1 s interval, "
+              f"warm-up {args.warmup:g} s, window {args.window:g} s, in turn")
         print(f"{'endpoints':>9} {'tool':<12} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8} {'CPU ms/page':>11}  "
               f"kvwatch/this: CPU, CPU per page kept")
         env = kvwatch_env()

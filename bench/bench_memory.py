@@ -106,7 +106,7 @@ def main() -> int:
     kept = min(len(h.points) for h in m.histories.values())
     per_point = (rss - base_rss) * 2**20 / (args.replicas * kept)
     what = " with raw pages kept" if args.raw else " without histograms" if args.no_hists else ""
-    print(f"after {args.seconds / 60:g} simulated min{what}: RSS {rss:.0f} MiB (peak {peak:.0f} MiB), "
+    print(f"after {args.seconds / 60:.1f} simulated min{what}: RSS {rss:.0f} MiB (peak {peak:.0f} MiB), "
           f"{kept} points retained per replica")
     print(f"history: {rss - base_rss:.0f} MiB over the floor = {(rss - base_rss) / args.replicas:.2f} MiB per replica "
           f"= {per_point:,.0f} B per replica per retained point")

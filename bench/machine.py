@@ -27,6 +27,23 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def rss_mib(pid: int | str = "self") -> float:
+    """Current resident set size of a process (Linux /proc; 0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
 def proc_cpu_s(pid: int) -> float:
     """User+system CPU seconds of another process (Linux /proc)."""
     with open(f"/proc/{pid}/stat", encoding="utf-8") as f:

@@ -1,0 +1,202 @@
+"""Whole-process CPU and refreshes kept at 1 Hz: kvwatch's TUI and its headless collector
+against N static real-size vLLM pages, plus the HTTP client floor.
+
+    .venv/bin/python bench/bench_fleet_cpu.py [--endpoints 3 64 256 [1024]] [--warmup 35] [--window 10]
+                                              [--json-endpoints 256 1024] [--floor-endpoints 64]
+
+Each endpoint serves its own ~42 KB, ~420-line vLLM V1 page from a separate process
+(bench/fleetserve.py), which counts the /metrics requests it answers: refreshes kept =
+requests / endpoints / seconds. kvwatch runs as a user runs it, from this tree:
+  tui   `kvwatch --url ... ` in a 200x50 pty (drawing included; the pty is read and dropped)
+  json  `kvwatch --url ... --json` with stdout piped (no drawing), by default only where the
+        issue sets it a target (256, 1024)
+CPU is the whole process tree's user+system time over a window after the warm-up, in % of one
+core; RSS is read after the window. The warm-up fills the 30 s rate window (the 60 s quantile
+window fills by ~65 s: `--warmup 70` for that; at 256 the CPU measured then is ~10% higher).
+History is the product's default (600 s), so RSS keeps growing for ten minutes after that:
+`--warmup 600` for the RSS a long session levels at.
+
+Floor: the same pages fetched by a bare asyncio.Protocol HTTP/1.1 keep-alive client vs
+kvwatch's own fetch path (DirectSource's client, no parsing), CPU per page, alternating.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.fleetserve import PageFleet  # noqa: E402
+from bench.machine import describe, load_average  # noqa: E402
+from bench.procmeter import measure, spawn_piped, spawn_pty  # noqa: E402
+
+# issue 14: % of one core at 1 Hz (the TUI at 64 has no target of its own)
+TARGETS = {("tui", 3): 2.0, ("json", 3): 2.0, ("tui", 256): 25.0, ("json", 256): 15.0,
+           ("tui", 1024): 60.0, ("json", 1024): 60.0}
+KVWATCH = "import sys; from tui.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def kvwatch_env() -> dict[str, str]:
+    env = dict(os.environ, TERM="xterm-256color", KVWATCH_CONFIG=os.devnull + ".none",
+               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("NO_COLOR", None)
+    return env
+
+
+def kvwatch_argv(urls: list[str], mode: str) -> list[str]:
+    argv = [sys.executable, "-c", KVWATCH]
+    for u in urls:
+        argv += ["--url", u]
+    argv += ["--interval", "1"]
+    return argv + (["--json"] if mode == "json" else [])
+
+
+def run_tool(argv: list[str], env: dict[str, str], mode: str, fleet, warmup: float, window: float):
+    tool = spawn_pty(argv, env) if mode == "tui" else spawn_piped(argv, env)
+    try:
+        return measure(tool, fleet, warmup, window)
+    finally:
+        tool.stop()
+
+
+def verdict(mode: str, n: int, cpu: float) -> str:
+    target = TARGETS.get((mode, n))
+    if target is None:
+        return ""
+    return f"target < {target:g}%: {cpu / target:4.2f}x the target ({'meets' if cpu < target else 'MISSES'})"
+
+
+# -- the client floor --------------------------------------------------------------------------
+
+
+class _BareGet(asyncio.Protocol):
+    """HTTP/1.1 keep-alive GET of one fixed URL; the least a client can spend per page."""
+
+    def __init__(self, request: bytes) -> None:
+        self.request = request
+        self.buf = bytearray()
+        self.need = -1
+        self.done: asyncio.Future | None = None
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def get(self) -> asyncio.Future:
+        self.buf.clear()
+        self.need = -1
+        self.done = asyncio.get_running_loop().create_future()
+        self.transport.write(self.request)
+        return self.done
+
+    def data_received(self, data):
+        self.buf += data
+        if self.need < 0:
+            end = self.buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            head = bytes(self.buf[:end]).lower()
+            at = head.find(b"content-length:")
+            length = int(head[at + 15:head.find(b"\r\n", at) if head.find(b"\r\n", at) > 0 else None])
+            self.need = end + 4 + length
+            self.head = end + 4
+        if len(self.buf) >= self.need and not self.done.done():
+            self.done.set_result(bytes(self.buf[self.head:self.need]).decode("utf-8", "replace"))
+
+
+async def _bare_rounds(ports: list[int], rounds: int) -> tuple[float, int]:
+    loop = asyncio.get_running_loop()
+    conns = []
+    for p in ports:
+        req = (f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nAccept: text/plain;version=0.0.4\r\n"
+               f"User-Agent: kvwatch\r\n\r\n").encode()
+        _, proto = await loop.create_connection(lambda r=req: _BareGet(r), "127.0.0.1", p)
+        conns.append(proto)
+    await asyncio.gather(*(c.get() for c in conns))  # warm
+    c0, size = time.process_time(), 0
+    for _ in range(rounds):
+        size = len((await asyncio.gather(*(c.get() for c in conns)))[0])
+    cpu = time.process_time() - c0
+    for c in conns:
+        c.transport.close()
+    return cpu / (rounds * len(ports)), size
+
+
+async def _kvwatch_rounds(urls: list[str], rounds: int) -> tuple[float, int]:
+    # DirectSource's own fetch path (client, size cap, decode), without the parse: whatever
+    # client DirectSource uses is what this measures.
+    from tui.core.sources.direct import DirectSource, Target
+
+    src = DirectSource([Target(f"r{i}", u) for i, u in enumerate(urls)], timeout=5.0, keep_raw=False)
+    await src.start()
+    eps = [src._endpoint(t) for t in src.targets]
+
+    async def round_() -> list[str]:
+        return await asyncio.gather(*(src._fetch(e) for e in eps))
+
+    await round_()
+    c0, size = time.process_time(), 0
+    for _ in range(rounds):
+        size = len((await round_())[0])
+    cpu = time.process_time() - c0
+    await src.close()
+    return cpu / (rounds * len(urls)), size
+
+
+def client_floor(n: int, rounds: int, reps: int = 3) -> None:
+    with PageFleet(n) as fleet:
+        bare, ours = [], []
+        for _ in range(reps):  # alternating, so drift in the machine's load hits both
+            b, size_b = asyncio.run(_bare_rounds(fleet.ports, rounds))
+            k, size_k = asyncio.run(_kvwatch_rounds(fleet.urls, rounds))
+            assert size_b == size_k, "the two clients read different pages"
+            bare.append(b)
+            ours.append(k)
+    b, k = statistics.median(bare), statistics.median(ours)
+    print(f"client floor, {n} keep-alive endpoints x {rounds} rounds x {reps} alternating reps, {size_b:,}-char pages:")
+    print(f"  bare asyncio.Protocol client  {b * 1e6:7.0f} us CPU per page (floor)")
+    print(f"  kvwatch's fetch (DirectSource) {k * 1e6:7.0f} us CPU per page = {k / b:4.1f}x the floor")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--endpoints", type=int, nargs="+", default=[3, 64, 256])
+    ap.add_argument("--modes", nargs="+", default=["tui", "json"], choices=["tui", "json"])
+    ap.add_argument("--json-endpoints", type=int, nargs="*", default=[256, 1024],
+                    help="endpoint counts at which --json runs too (default: those with a headless target)")
+    ap.add_argument("--warmup", type=float, default=35.0, help="seconds before the window (start-up, windows fill)")
+    ap.add_argument("--window", type=float, default=10.0, help="seconds measured")
+    ap.add_argument("--floor-endpoints", type=int, default=64)
+    ap.add_argument("--floor-rounds", type=int, default=10)
+    ap.add_argument("--no-floor", action="store_true")
+    args = ap.parse_args()
+    print(describe() + "; " + load_average() + " at start")
+    print(f"kvwatch from {ROOT}; 1 s interval; warm-up {args.warmup:g} s, window {args.window:g} s; "
+          f"tui = 200x50 pty with drawing, json = --json, no drawing; default history (600 s)")
+    if not args.no_floor:
+        client_floor(args.floor_endpoints, args.floor_rounds)
+    print(f"{'endpoints':>9} {'mode':<5} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8}  vs target "
+          f"(RSS at {args.warmup + args.window:g} s)")
+    env = kvwatch_env()
+    for n in args.endpoints:
+        with PageFleet(n) as fleet:
+            for mode in args.modes:
+                if mode == "json" and n not in args.json_endpoints:
+                    continue
+                w = run_tool(kvwatch_argv(fleet.urls, mode), env, mode, fleet, args.warmup, args.window)
+                note = "" if w.alive else "  (exited before the window ended)"
+                print(f"{n:>9} {mode:<5} {w.cpu_pct:>10.1f} {w.hz:>8.2f} {w.rss_mib:>8.0f}  "
+                      f"{verdict(mode, n, w.cpu_pct)}{note}", flush=True)
+    print(load_average() + " at end")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

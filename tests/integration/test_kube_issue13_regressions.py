@@ -14,7 +14,8 @@ import pytest
 from tests.integration.kube_env import NS, Env, env, make_env  # noqa: F401 - fixture
 from tests.integration.test_kube_discovery import PAGE
 from tests.k8s_emulator import res, vllm_deployment, vllm_statefulset
-from tui.core.cluster.source import ClusterSource
+from tui.core.cluster.base import EditArgsRequest
+from tui.core.sources.kube import ClusterSource
 
 
 def xfail(defect: int, why: str) -> pytest.MarkDecorator:
@@ -196,7 +197,7 @@ async def test_edit_of_a_leaderworkerset_statefulset_refuses_or_sticks(env: Env)
     tpl = vllm_deployment("big")["spec"]["template"]
     env.emu.add({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "big", "namespace": NS}, "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2, "workerTemplate": tpl}}})
     c = env.cluster()
-    plan = await c.plan_edit_args(NS, "big", {"max-num-seqs": 32}, kind="StatefulSet")
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "big", {"max-num-seqs": 32}, kind="StatefulSet"))
     res = await c.apply(plan) if plan.ok else None
     env.emu.reconcile()
     args = env.emu.get("statefulsets", NS, "big")["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -212,7 +213,7 @@ async def test_edit_of_an_inferenceservice_deployment_refuses_or_sticks(env: Env
     containers = vllm_deployment()["spec"]["template"]["spec"]["containers"][:1]
     env.emu.add({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "chat", "namespace": NS}, "spec": {"predictor": {"minReplicas": 1, "containers": containers}}})
     c = env.cluster()
-    plan = await c.plan_edit_args(NS, "chat-predictor", {"max-num-seqs": 32})
+    plan = await c.plan_edit_args(EditArgsRequest(NS, "chat-predictor", {"max-num-seqs": 32}))
     res = await c.apply(plan) if plan.ok else None
     env.emu.reconcile()
     args = env.deployment("chat-predictor")["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -251,7 +252,7 @@ async def test_statefulset_partitioned_rollout_is_complete_like_kubectl(tmp_path
     async for env in make_env(tmp_path, statefulset_controller=True):
         env.emu.add(vllm_statefulset(updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}))
         c = env.cluster()
-        assert (await c.apply(await c.plan_edit_args(NS, "qwen", {"max-num-seqs": 32}, kind="StatefulSet"))).ok
+        assert (await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "qwen", {"max-num-seqs": 32}, kind="StatefulSet")))).ok
         assert env.emu.get("statefulsets", NS, "qwen")["status"]["updatedReplicas"] == 1
         st = await c.rollout_status(NS, "qwen", kind="StatefulSet")
         assert st.state == "done", st.reason  # kubectl: "partitioned roll out complete: 1 new pods have been updated"
@@ -263,9 +264,9 @@ async def test_statefulset_stuck_on_a_broken_pod_says_to_delete_it(tmp_path: Pat
         env.emu.add(vllm_statefulset(replicas=2))
         c = env.cluster()
         env.emu.pod_start = "loading"  # the bad args never become ready
-        assert (await c.apply(await c.plan_edit_args(NS, "qwen", {"max-num-seqs": 512}, kind="StatefulSet"))).ok
+        assert (await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "qwen", {"max-num-seqs": 512}, kind="StatefulSet")))).ok
         env.emu.crash(NS, "qwen-1")
-        assert (await c.apply(await c.plan_edit_args(NS, "qwen", {"max-num-seqs": 256}, kind="StatefulSet"))).ok
+        assert (await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "qwen", {"max-num-seqs": 256}, kind="StatefulSet")))).ok
         assert env.emu.get("pods", NS, "qwen-1")["metadata"]["labels"]["controller-revision-hash"] != env.emu.get("statefulsets", NS, "qwen")["status"]["updateRevision"]
         st = await c.rollout_status(NS, "qwen", kind="StatefulSet")
         assert "qwen-1" in st.reason and "delete" in st.reason, st.reason
@@ -349,7 +350,7 @@ async def test_every_write_carries_field_manager_kvwatch(env: Env) -> None:
     pod = env.pods()[0]["metadata"]["name"]
     assert (await c.apply(await c.plan_cordon(NS, pod))).ok
     assert (await c.scale(NS, "llama", 3)).ok
-    assert (await c.apply(await c.plan_edit_args(NS, "llama", {"max-num-seqs": 32}))).ok
+    assert (await c.apply(await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 32})))).ok
     writes = [w for w in env.writes() if w.method in ("PATCH", "PUT", "POST")]
     assert writes and all(w.query.get("fieldManager") == "kvwatch" for w in writes), [(w.method, w.path, w.query) for w in writes]
 

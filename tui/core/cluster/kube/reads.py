@@ -22,6 +22,7 @@ from ..plans import (
     ts,
     vllm_index,
 )
+from ..rollout import daemonset_rollout, statefulset_rollout
 from ..values import (
     ACTION_VERBS,
     MUTATING_ACTIONS,
@@ -109,6 +110,8 @@ class KubeReads(KubeTransport):
         return out
 
     async def rollout_status(self, namespace: str, name: str, kind: str = "Deployment") -> RolloutStatus:
+        if kind == "DaemonSet":
+            return daemonset_rollout(await self._call(self.apps.read_namespaced_daemon_set, name, namespace))
         dep = await self._read_workload(namespace, name, kind)
         info = deployment_info(dep, kind)
         sel = selector_string(info.selector)
@@ -150,20 +153,7 @@ class KubeReads(KubeTransport):
         return compute_rollout(info, new_info, old_infos, pods, now)
 
     def _sts_status(self, sts: Mapping[str, Any], info: DeploymentInfo, pods: list[dict]) -> RolloutStatus:
-        st = sts.get("status") or {}
-        refs = tuple(pod_ref(p) for p in pods)
-        pending = [pending_reason(p) for p in pods]
-        pending = [p for p in pending if p]
-        if info.generation > info.observed_generation:
-            state, reason = "progressing", "waiting for the StatefulSet spec update to be observed"
-        elif pending:
-            state, reason = "stuck", f"pods cannot be scheduled: {pending[0]}"
-        elif st.get("currentRevision") == st.get("updateRevision") and info.ready >= info.replicas:
-            state, reason = "done", f"{info.ready}/{info.replicas} ready"
-        else:
-            state, reason = "progressing", f"{info.updated}/{info.replicas} updated, {info.ready} ready"
-        rs = ReplicaSetInfo(str(st.get("updateRevision") or ""), 0, info.replicas, info.ready, info.available, refs)
-        return RolloutStatus(state, reason, info.replicas, info.updated, info.ready, info.available, info.current, info.generation, info.observed_generation, rs, (), None, info.conditions)
+        return statefulset_rollout(sts, pods)
 
     async def _log_lines(
         self, namespace: str, pod: str, container: str | None, previous: bool, tail: int

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import datetime as _dt
 from typing import Any, Mapping
 
@@ -150,7 +151,11 @@ class KubeReads(KubeTransport):
 
         new_info = rs_info(new_rs) if new_rs else None
         old_infos = tuple(rs_info(r) for r in rss if r is not new_rs and ((r.get("spec") or {}).get("replicas") or (r.get("status") or {}).get("replicas")))
-        return compute_rollout(info, new_info, old_infos, pods, now)
+        st = compute_rollout(info, new_info, old_infos, pods, now)
+        if (dep.get("spec") or {}).get("paused") and st.state != "done":
+            # a paused Deployment does not roll out until resumed; its progress deadline is not checked meanwhile
+            st = dataclasses.replace(st, reason=f"paused (kubectl rollout resume continues it): {st.reason}")
+        return st
 
     def _sts_status(self, sts: Mapping[str, Any], info: DeploymentInfo, pods: list[dict]) -> RolloutStatus:
         return statefulset_rollout(sts, pods)

@@ -82,3 +82,28 @@ async def test_in_flight_is_judged_only_from_scrapes_after_the_pod_left_rotation
     idle = [s for s in steps if s.step == "wait-idle"]
     assert [(s.status, s.data.get("running")) for s in idle] == [("running", 2.0), ("ok", None)]
     assert len(calls) == 5 and steps[-1].step == "done"
+
+
+async def test_drain_of_a_leaderworkerset_pod_evicts_without_a_spare_or_a_detach(tmp_path: Path) -> None:
+    async for env in make_env(tmp_path, statefulset_controller=True):
+        from tests.k8s_emulator import vllm_deployment
+
+        env.emu.install_crd("leaderworkersets")
+        tpl = vllm_deployment("big")["spec"]["template"]
+        env.emu.add({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "big", "namespace": NS},
+                     "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 1, "workerTemplate": tpl}}})
+        env.emu.add({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "big", "namespace": NS},
+                     "spec": {"selector": {"app": "big", "serving": "true"}, "ports": [{"port": 80, "targetPort": 8000}]}})
+        env.emu.ready_all(NS)
+        c = env.cluster()
+        plan = await c.plan_drain(NS, "big-1")
+        assert plan.ok and plan.data["mechanism"] == "evict" and not plan.data["spare"]
+        assert "managed by LeaderWorkerSet/big" in plan.diff
+        load = Load(env, "big-1", "big")
+        steps = await run_drain(env, "big-1", load)
+        assert steps[-1].step == "done", steps[-1].message
+        assert load.listed and not any(load.listed)
+        assert not any(w.path.endswith("/scale") or "/statefulsets/" in w.path for w in env.writes())
+        versions = [v for v in env.emu.objects[("v1/pods", NS, "big-1")].history if v is not None]  # None: deleted
+        assert all(any(r.get("kind") == "StatefulSet" for r in v["metadata"].get("ownerReferences") or []) for v in versions)
+        assert env.emu.get("statefulsets", NS, "big")["spec"]["replicas"] == 2

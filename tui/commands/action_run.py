@@ -114,7 +114,7 @@ def _show_plan(out: Output, plan: Any) -> None:
 
 async def _load_of(cluster: Any, namespace: str, pod: str):
     """The drain's load: the pod's running + waiting from a fresh scrape through the cluster."""
-    from tui.core.metrics.extract import parse_vllm, to_sample
+    from tui.core.engines import parse_page
 
     async def load() -> tuple[float, float, float] | None:
         infos = [p for p in await cluster.list_pods(namespace) if p.name == pod]
@@ -122,7 +122,7 @@ async def _load_of(cluster: Any, namespace: str, pod: str):
             return None
         text = await cluster.fetch_metrics(infos[0])
         at = time.time()
-        s = to_sample(parse_vllm(text))
+        s = parse_page(text)
         running, waiting = s.value("running"), s.value("waiting")
         if running is None or waiting is None:
             return None

@@ -23,6 +23,7 @@ COMMANDS = [
     "tui.commands.gpu",
     "tui.commands.replay",
     "tui.commands.config",
+    "tui.commands.actions",
 ]
 
 EPILOG = """\

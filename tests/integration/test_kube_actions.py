@@ -241,7 +241,8 @@ async def test_roll_back_restores_the_previous_template(env: Env) -> None:
     assert plan.patch[0] == {"op": "test", "path": "/spec/template", "value": template_v2}
     assert plan.patch[1]["op"] == "replace" and plan.patch[1]["path"] == "/spec/template"
     assert "pod-template-hash" not in plan.patch[1]["value"]["metadata"]["labels"]
-    assert [x.path for x in env.emu.calls] == [f"/apis/apps/v1/namespaces/{NS}/deployments/llama", f"/apis/apps/v1/namespaces/{NS}/replicasets"]
+    # the Deployment, its ReplicaSets, then who else controls it (an HPA or an owner would undo the change)
+    assert [x.path for x in env.emu.calls] == [f"/apis/apps/v1/namespaces/{NS}/deployments/llama", f"/apis/apps/v1/namespaces/{NS}/replicasets", f"/apis/autoscaling/v2/namespaces/{NS}/horizontalpodautoscalers"]
     assert env.emu.calls[1].query == {"labelSelector": "app=llama"}
     assert (await c.apply(plan)).ok
     d = env.deployment()

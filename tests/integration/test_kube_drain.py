@@ -1,5 +1,6 @@
 """Drain (runbook preemption-thrash step 2) against the emulator: spare first, out of rotation,
-wait for the live load to reach 0, delete with a grace period, restore; cancel; warnings."""
+out of every EndpointSlice, wait for the live load to reach 0, then the ReplicaSet removes exactly
+the target (pod-deletion-cost + scale-down) or it is evicted; cancel; warnings."""
 
 from __future__ import annotations
 
@@ -39,8 +40,9 @@ async def test_drain_step_sequence_and_exact_requests(slow: Env) -> None:
     target = env.pods()[0]["metadata"]["name"]
     plan = await c.plan_drain(NS, target)
     assert plan.ok and plan.data["owner"] == "llama" and plan.data["replicas"] == 2 and plan.data["label"] == "serving"
-    assert plan.diff.splitlines()[0] == "1. scale deployment/llama 2 -> 3; wait until the spare is ready"
-    assert any("Service llama selects serving=true" in w for w in plan.warnings)
+    assert plan.data["mechanism"] == "scale-down" and plan.data["routes"] == ["Service llama"]
+    assert "1. scale deployment/llama 2 -> 3; wait until one more pod is ready" in plan.diff.splitlines()
+    assert any("Service llama: out of rotation by serving=draining" in w for w in plan.warnings)
     load = Load((3, 2), (3, 2), (1, 0), (0, 0))
     steps = []
     async for s in c.drain(plan, load, poll_s=0.01):
@@ -51,37 +53,38 @@ async def test_drain_step_sequence_and_exact_requests(slow: Env) -> None:
     assert seq[:3] == [("scale-up", "running"), ("scale-up", "ok"), ("wait-spare", "running")]
     assert ("wait-spare", "ok") in seq
     i = seq.index(("wait-spare", "ok"))
-    assert seq[i + 1] == ("cordon", "ok")
-    assert seq[i + 2 :] == [
+    assert seq[i + 1 : i + 3] == [("cordon", "ok"), ("endpoints", "ok")]
+    assert seq[i + 3 :] == [
         ("wait-idle", "running"),
         ("wait-idle", "running"),
         ("wait-idle", "ok"),
-        ("delete", "ok"),
+        ("remove", "ok"),
         ("done", "ok"),
     ]
     assert [s.data.get("running") for s in steps if s.step == "wait-idle" and s.status == "running"] == [3, 1]
-    assert steps[-1].data["restore_replicas"] == 2 and "restore llama to 2 replicas" in steps[-1].message
-    # the exact mutations, in order; each preceded by its server-side dry run
+    # the exact mutations, in order; each preceded by its server-side dry run; kvwatch deletes nothing itself
     muts = [(w.method, w.path, w.query.get("dryRun")) for w in env.writes()]
     assert muts == [
         ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale", "All"),
         ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale", None),
         ("PATCH", f"/api/v1/namespaces/{NS}/pods/{target}", "All"),
         ("PATCH", f"/api/v1/namespaces/{NS}/pods/{target}", None),
-        ("DELETE", f"/api/v1/namespaces/{NS}/pods/{target}", "All"),
-        ("DELETE", f"/api/v1/namespaces/{NS}/pods/{target}", None),
+        ("PATCH", f"/api/v1/namespaces/{NS}/pods/{target}", "All"),
+        ("PATCH", f"/api/v1/namespaces/{NS}/pods/{target}", None),
+        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale", "All"),
+        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale", None),
     ]
-    delete = env.writes()[-1]
-    assert delete.query["gracePeriodSeconds"] == "60" and delete.body["preconditions"]["uid"]
+    cost = env.writes()[5].body
+    assert {"op": "add", "path": "/metadata/annotations/controller.kubernetes.io~1pod-deletion-cost", "value": "-2147483648"} in cost
+    # the ReplicaSet removed exactly the target, with the pod's own grace period; no replacement started
     assert env.emu.deleted == [(NS, target, 60)]
-    labelled = env.emu.objects[("v1/pods", NS, target)].history[-2]  # the last version before deletion
+    labelled = env.emu.objects[("v1/pods", NS, target)].history[-3]
     assert labelled["metadata"]["labels"]["serving"] == "draining"
-    assert env.deployment()["spec"]["replicas"] == 3
-    # restore afterwards
-    res = await c.apply(await c.plan_restore(NS, "llama", steps[-1].data["restore_replicas"]))
-    assert res.ok and env.deployment()["spec"]["replicas"] == 2
+    assert env.deployment()["spec"]["replicas"] == 2
+    assert steps[-1].data["removed"] == [target] and len(steps[-1].data["created"]) == 1 and steps[-1].data["replicas"] == 2
+    assert "restore_replicas" not in steps[-1].data
     acts = [x["action"] for x in env.audit.read()]
-    assert acts == ["drain", "scale", "cordon", "delete-pod", "drain", "scale"]
+    assert acts == ["drain", "scale", "cordon", "deletion-cost", "scale", "drain"]
 
 
 async def test_drain_waits_for_the_spare_before_touching_the_target(slow: Env) -> None:
@@ -111,7 +114,9 @@ async def test_spare_pending_for_gpus_warns_and_times_out(tmp_path: Path) -> Non
         warn = next(s for s in steps if s.status == "warn" and s.step == "wait-spare")
         assert "Insufficient nvidia.com/gpu" in warn.message and "no free nvidia.com/gpu" in warn.message
         assert (steps[-1].step, steps[-1].status) == ("wait-spare", "failed")
-        assert "target left in rotation" in steps[-1].message and steps[-1].data["restore_replicas"] == 2
+        assert "target left in rotation" in steps[-1].message
+        assert ("scale-down", "ok") in [(s.step, s.status) for s in steps]  # the spare is not left behind
+        assert env.deployment()["spec"]["replicas"] == 2
         assert not any(w.path.endswith(f"/pods/{target}") for w in env.writes())
         assert env.emu.get("pods", NS, target)["metadata"]["labels"]["serving"] == "true"
 
@@ -126,11 +131,11 @@ async def test_cancel_while_waiting_for_idle_puts_the_target_back(env: Env) -> N
         steps.append(s)
         if s.step == "wait-idle" and s.status == "running":
             cancel.set()
-    assert [(s.step, s.status) for s in steps[-2:]] == [("cancel", "cancelled"), ("uncordon", "ok")]
+    assert [(s.step, s.status) for s in steps[-3:]] == [("cancel", "cancelled"), ("uncordon", "ok"), ("scale-down", "ok")]
     pod = env.emu.get("pods", NS, target)
     assert pod["metadata"]["labels"]["serving"] == "true"
     assert "kvwatch.io/rotation-label" not in (pod["metadata"].get("annotations") or {})
-    assert env.emu.deleted == []
+    assert target not in [name for _, name, _ in env.emu.deleted] and env.deployment()["spec"]["replicas"] == 2
 
 
 async def test_closing_the_drain_midway_does_not_leave_the_target_out_of_rotation(env: Env) -> None:
@@ -150,7 +155,10 @@ async def test_idle_timeout_deletes_anyway_with_the_grace_period(env: Env) -> No
     target = env.pods()[0]["metadata"]["name"]
     steps = [s async for s in c.drain(await c.plan_drain(NS, target, grace_s=90), Load((2, 0)), poll_s=0.01, idle_timeout_s=0.2)]
     assert ("wait-idle", "warn") in [(s.step, s.status) for s in steps]
-    assert steps[-1].step == "done" and env.emu.deleted == [(NS, target, 90)]
+    # an explicit grace period needs the Eviction API (a scale-down uses the pod's own)
+    assert steps[-1].step == "done" and env.emu.deleted[0] == (NS, target, 90)
+    assert any(w.path.endswith(f"/pods/{target}/eviction") and w.body["deleteOptions"]["gracePeriodSeconds"] == 90 for w in env.writes())
+    assert env.deployment()["spec"]["replicas"] == 2
 
 
 async def test_grace_period_and_label_warnings(env: Env) -> None:
@@ -169,7 +177,7 @@ async def test_grace_period_and_label_warnings(env: Env) -> None:
     text = "\n".join(plan.warnings)
     assert "terminationGracePeriodSeconds (30s) is shorter than vLLM's --shutdown-timeout (120s) + preStop sleep (15s)" in text
     assert "the delete grace period (60s) is shorter" in text
-    assert "no Service selects this pod" in text  # the Service selects app=llama only
+    assert "no Service or InferencePool selects this pod" in text  # the Service selects app=llama only
     ok = await c.plan_drain(NS, env.pods()[0]["metadata"]["name"], grace_s=60)
     assert not any("shorter" in w for w in ok.warnings)
     assert any("--shutdown-timeout is 0" in w for w in ok.warnings)
@@ -202,12 +210,14 @@ async def test_production_drain_is_confirmed_once_with_the_pod_name(env: Env) ->
     assert (steps[-1].step, steps[-1].status) == ("done", "ok")
     audit = env.audit.read()
     assert [(x["action"], x["result"]["ok"]) for x in audit] == [
-        ("drain", False), ("drain", True), ("scale", True), ("cordon", True), ("delete-pod", True), ("drain", True),
+        ("drain", False), ("drain", True), ("scale", True), ("cordon", True), ("deletion-cost", True), ("scale", True), ("drain", True),
     ]
     assert audit[-1]["result"]["message"].startswith("drain done ok: drained")
 
 
-async def test_unreadable_load_and_failed_delete_put_the_target_back(env: Env) -> None:
+async def test_unreadable_load_and_failed_eviction_put_the_target_back(env: Env) -> None:
+    env.emu.add({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "llama", "namespace": NS},
+                 "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "llama"}}}})
     c = env.cluster()
     target = env.pods()[0]["metadata"]["name"]
     calls = {"n": 0}
@@ -218,11 +228,13 @@ async def test_unreadable_load_and_failed_delete_put_the_target_back(env: Env) -
             raise ConnectionError("metrics scrape failed")
         return (0, 0)
 
-    env.emu.fail("DELETE", f"/pods/{target}$", 403, "pods is forbidden: cannot delete")
-    steps = [s async for s in c.drain(await c.plan_drain(NS, target), flaky, poll_s=0.01)]
+    env.emu.fail("POST", f"/pods/{target}/eviction$", 403, "pods \"x\" is forbidden: cannot create pods/eviction")
+    plan = await c.plan_drain(NS, target)
+    assert plan.data["mechanism"] == "evict" and any("PodDisruptionBudget llama: 1 disruptions allowed" in ln for ln in plan.diff.splitlines())
+    steps = [s async for s in c.drain(plan, flaky, poll_s=0.01)]
     warns = [s for s in steps if s.step == "wait-idle" and s.status == "warn"]
     assert len(warns) == 1 and "metrics scrape failed" in warns[0].message
-    assert [(s.step, s.status) for s in steps[-2:]] == [("delete", "failed"), ("uncordon", "ok")]
-    assert "forbidden" in steps[-2].message
+    assert [(s.step, s.status) for s in steps[-3:]] == [("uncordon", "ok"), ("scale-down", "ok"), ("evict", "failed")]
+    assert "forbidden" in steps[-1].message and env.deployment()["spec"]["replicas"] == 2
     assert env.emu.get("pods", NS, target)["metadata"]["labels"]["serving"] == "true"
     assert env.audit.read()[-1]["result"]["ok"] is False

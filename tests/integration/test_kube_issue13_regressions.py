@@ -73,7 +73,6 @@ async def test_scale_up_from_zero_succeeds_and_a_real_change_is_still_a_conflict
 # ---- defect 3: out of rotation before judging in-flight ----
 
 
-@xfail(3, "behind a helm-create Service the drain never takes the pod out of the EndpointSlices, then deletes it")
 async def test_drain_behind_a_helm_create_service_leaves_every_endpointslice_first(tmp_path: Path) -> None:
     async for env in make_env(tmp_path):
         env.emu._update("services", env.emu.get("services", NS, "llama"), helm_service())
@@ -85,7 +84,6 @@ async def test_drain_behind_a_helm_create_service_leaves_every_endpointslice_fir
         assert steps[-1].step == "done"
 
 
-@xfail(3, "Gateway API InferencePool selectors are ignored when planning a drain")
 async def test_drain_plan_names_the_inferencepool_that_routes_to_the_pod(env: Env) -> None:
     env.emu.install_crd("inferencepools")
     env.emu.add({"apiVersion": "inference.networking.x-k8s.io/v1alpha2", "kind": "InferencePool", "metadata": {"name": "llama-pool", "namespace": NS}, "spec": {"selector": {"app": "llama"}, "targetPortNumber": 8000, "extensionRef": {"name": "llama-epp"}}})
@@ -96,7 +94,6 @@ async def test_drain_plan_names_the_inferencepool_that_routes_to_the_pod(env: En
 # ---- defect 4: never detach a StatefulSet pod ----
 
 
-@xfail(4, "the label flip ignores matchExpressions and detaches the StatefulSet pod")
 async def test_drain_never_makes_a_statefulset_pod_stop_matching_its_selector(tmp_path: Path) -> None:
     async for env in make_env(tmp_path, statefulset_controller=True):
         selector = {"matchLabels": {"app": "qwen"}, "matchExpressions": [{"key": "serving", "operator": "In", "values": ["true"]}]}
@@ -116,7 +113,6 @@ async def test_drain_never_makes_a_statefulset_pod_stop_matching_its_selector(tm
 # ---- defect 5: evict, honour PDBs, the pod's own grace period ----
 
 
-@xfail(5, "drain deletes the pod instead of POSTing an Eviction")
 async def test_drain_evicts_instead_of_deleting(env: Env) -> None:
     env.emu.add(pdb(1))
     target = env.pods()[0]["metadata"]["name"]
@@ -126,7 +122,6 @@ async def test_drain_evicts_instead_of_deleting(env: Env) -> None:
     assert ("DELETE", f"/api/v1/namespaces/{NS}/pods/{target}") not in paths
 
 
-@xfail(5, "a PodDisruptionBudget is neither shown in the plan nor honoured")
 async def test_drain_blocked_by_a_pdb_says_so_and_leaves_the_pod(env: Env) -> None:
     env.emu.add(pdb("100%"))
     target = env.pods()[0]["metadata"]["name"]
@@ -138,7 +133,6 @@ async def test_drain_blocked_by_a_pdb_says_so_and_leaves_the_pod(env: Env) -> No
     assert not env.emu.get("pods", NS, target)["metadata"].get("deletionTimestamp")
 
 
-@xfail(5, "the drain's grace period is a fixed 60 s, not the pod's terminationGracePeriodSeconds")
 async def test_drain_grace_defaults_to_the_pods_own_period(env: Env) -> None:
     env.emu.add(vllm_deployment("slowstop", grace=180, labels={"serving": "true"}))
     target = next(p for p in env.emu.items("pods", NS) if p["metadata"]["labels"]["app"] == "slowstop")["metadata"]["name"]
@@ -149,7 +143,6 @@ async def test_drain_grace_defaults_to_the_pods_own_period(env: Env) -> None:
 # ---- defect 6: the spare wait with an unready replica ----
 
 
-@xfail(6, "the spare wait needs ready >= replicas + 1, impossible while any replica is unready")
 async def test_spare_wait_passes_with_an_unready_replica(tmp_path: Path) -> None:
     async for env in make_env(tmp_path):
         scale = env.emu.get("deployments", NS, "llama")
@@ -161,7 +154,6 @@ async def test_spare_wait_passes_with_an_unready_replica(tmp_path: Path) -> None
         assert ("wait-spare", "ok") in [(s.step, s.status) for s in steps]
 
 
-@xfail(6, "drain deletes the target and restores later, so the ReplicaSet creates a replacement needing a GPU and a model load")
 async def test_drain_removes_exactly_the_target_without_a_replacement(env: Env) -> None:
     before = {p["metadata"]["name"] for p in env.pods()}
     target = sorted(before)[0]
@@ -178,7 +170,6 @@ async def test_drain_removes_exactly_the_target_without_a_replacement(env: Env) 
 # ---- defect 7: controllers that revert kvwatch's change ----
 
 
-@xfail(7, "scaling an HPA-managed Deployment reports success; the HPA scales it back")
 async def test_scale_of_an_hpa_managed_deployment_refuses_or_sticks(env: Env) -> None:
     env.emu.add({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "llama", "namespace": NS}, "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llama"}, "minReplicas": 2, "maxReplicas": 4}})
     c = env.cluster()
@@ -191,7 +182,6 @@ async def test_scale_of_an_hpa_managed_deployment_refuses_or_sticks(env: Env) ->
         assert "HorizontalPodAutoscaler/llama" in "\n".join(plan.errors) + (res.message if res else "")
 
 
-@xfail(7, "editing a LeaderWorkerSet's StatefulSet reports success; the LWS re-applies its template")
 async def test_edit_of_a_leaderworkerset_statefulset_refuses_or_sticks(env: Env) -> None:
     env.emu.install_crd("leaderworkersets")
     tpl = vllm_deployment("big")["spec"]["template"]
@@ -207,7 +197,6 @@ async def test_edit_of_a_leaderworkerset_statefulset_refuses_or_sticks(env: Env)
         assert "LeaderWorkerSet/big" in "\n".join(plan.errors) + (res.message if res else "")
 
 
-@xfail(7, "editing a KServe InferenceService's Deployment reports success; KServe re-applies the predictor")
 async def test_edit_of_an_inferenceservice_deployment_refuses_or_sticks(env: Env) -> None:
     env.emu.install_crd("inferenceservices")
     containers = vllm_deployment()["spec"]["template"]["spec"]["containers"][:1]
@@ -226,7 +215,6 @@ async def test_edit_of_an_inferenceservice_deployment_refuses_or_sticks(env: Env
 # ---- defect 8: rollout status as kubectl computes it ----
 
 
-@xfail(8, "a finished rollout whose new pod restarted 3 times stays 'failed'")
 async def test_rollout_with_a_recovered_crashlooping_pod_is_done(env: Env) -> None:
     c = env.cluster()
     pod = env.pods()[0]["metadata"]["name"]
@@ -237,7 +225,6 @@ async def test_rollout_with_a_recovered_crashlooping_pod_is_done(env: Env) -> No
     assert st.state == "done", st.reason
 
 
-@xfail(8, "restart and roll back of a paused Deployment are not refused as kubectl refuses them")
 async def test_restart_and_rollback_of_a_paused_deployment_are_refused(env: Env) -> None:
     d = env.deployment()
     d["spec"]["paused"] = True
@@ -247,7 +234,6 @@ async def test_restart_and_rollback_of_a_paused_deployment_are_refused(env: Env)
         assert not plan.ok and "paused" in "\n".join(plan.errors)
 
 
-@xfail(8, "StatefulSet rollout status ignores the RollingUpdate partition")
 async def test_statefulset_partitioned_rollout_is_complete_like_kubectl(tmp_path: Path) -> None:
     async for env in make_env(tmp_path, statefulset_controller=True):
         env.emu.add(vllm_statefulset(updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"partition": 2}}))
@@ -258,7 +244,6 @@ async def test_statefulset_partitioned_rollout_is_complete_like_kubectl(tmp_path
         assert st.state == "done", st.reason  # kubectl: "partitioned roll out complete: 1 new pods have been updated"
 
 
-@xfail(8, "an OrderedReady StatefulSet stuck on a broken pod is not reported as needing that pod deleted by hand")
 async def test_statefulset_stuck_on_a_broken_pod_says_to_delete_it(tmp_path: Path) -> None:
     async for env in make_env(tmp_path, statefulset_controller=True):
         env.emu.add(vllm_statefulset(replicas=2))

@@ -1,6 +1,6 @@
 """Pilot tests of the drain progress over the Kubernetes emulator: each step shown as it happens
-with the target's live running + waiting from the Monitor as the load, the exact requests, cancel
-(the target goes back in rotation) and the key that restores the replica count afterwards."""
+with the target's live running + waiting from the Monitor as the load, the exact requests, and
+cancel (the target goes back in rotation, the spare goes away)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ async def begin_drain(pilot, env: Env, src) -> tuple[DrainScreen, str, Pages]:
     await pilot.press("ctrl+d")
     dialog = await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen) and pilot.app.screen)
     assert dialog.plan.action == "drain" and dialog.plan.target.name == target
-    assert dialog.plan.diff.splitlines()[0] == "1. scale deployment/llama 2 -> 3; wait until the spare is ready"
+    lines = dialog.plan.diff.splitlines()
+    assert lines[0] == "routes: Service llama" and "1. scale deployment/llama 2 -> 3; wait until one more pod is ready" in lines
+    assert any(ln.startswith("mechanism: scale-down") for ln in lines)
     assert env.writes() == []
     await pilot.press("tab", "enter")
     screen = await until(pilot, lambda: isinstance(pilot.app.screen, DrainScreen) and pilot.app.screen)
@@ -52,8 +54,8 @@ async def test_drain_shows_each_step_and_waits_for_the_live_load(env: Env) -> No
         assert app.screen.check_action("cancel_drain", ()) is True and app.screen.check_action("restore", ()) is False
         pages.set(target, 0, 0)  # in-flight requests finished
         await until(pilot, lambda: screen.finished, refresh=True)
-        assert seq(screen) == [("scale-up", "running"), ("scale-up", "ok"), ("wait-spare", "ok"), ("cordon", "ok"),
-                               ("wait-idle", "running"), ("wait-idle", "ok"), ("delete", "ok"), ("done", "ok")]
+        assert seq(screen) == [("scale-up", "running"), ("scale-up", "ok"), ("wait-spare", "ok"), ("cordon", "ok"), ("endpoints", "ok"),
+                               ("wait-idle", "running"), ("wait-idle", "ok"), ("remove", "ok"), ("done", "ok")]
         # each line carries a wall-clock time and the elapsed seconds
         assert all(ts > 0 for ts, _ in screen.rows)
         assert screen.rows[-1][1].elapsed_s >= screen.rows[0][1].elapsed_s
@@ -61,21 +63,15 @@ async def test_drain_shows_each_step_and_waits_for_the_live_load(env: Env) -> No
         assert writes == [
             ("PATCH", ["llama", "scale"], "All"), ("PATCH", ["llama", "scale"], None),
             ("PATCH", ["pods", target], "All"), ("PATCH", ["pods", target], None),
-            ("DELETE", ["pods", target], "All"), ("DELETE", ["pods", target], None),
+            ("PATCH", ["pods", target], "All"), ("PATCH", ["pods", target], None),
+            ("PATCH", ["llama", "scale"], "All"), ("PATCH", ["llama", "scale"], None),
         ]
-        assert env.emu.deleted[-1] == (NS, target, 60)
+        # the ReplicaSet removed exactly the target (pod-deletion-cost): nothing to restore afterwards
+        assert env.emu.deleted == [(NS, target, 60)] and env.deployment()["spec"]["replicas"] == 2
         assert any("drain " + target in n and "done ok" in n for n in notes(app))
-        # restore the replica count the spare raised: confirm, then scale 3 -> 2
-        assert app.screen.check_action("restore", ()) is True and app.screen.check_action("cancel_drain", ()) is False
-        await pilot.press("u")
-        dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
-        assert dialog.plan.diff == "-replicas: 3\n+replicas: 2"
-        await pilot.press("tab", "enter")
-        await until(pilot, lambda: screen.restored)
-        assert env.deployment()["spec"]["replicas"] == 2
-        assert ("restore", "ok") in seq(screen)
+        assert app.screen.check_action("restore", ()) is False and app.screen.check_action("cancel_drain", ()) is False
         actions = [e["action"] for e in env.audit.read()]
-        assert actions == ["drain", "scale", "cordon", "delete-pod", "drain", "scale"]
+        assert actions == ["drain", "scale", "cordon", "deletion-cost", "scale", "drain"]
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, FleetScreen))
 
@@ -89,9 +85,9 @@ async def test_cancel_while_waiting_puts_the_target_back_in_rotation(env: Env) -
         assert app.screen is screen and any("a drain is running" in n for n in notes(app))
         await pilot.press("c")
         await until(pilot, lambda: screen.finished, refresh=True)
-        assert seq(screen)[-2:] == [("cancel", "cancelled"), ("uncordon", "ok")]
+        assert seq(screen)[-3:] == [("cancel", "cancelled"), ("uncordon", "ok"), ("scale-down", "ok")]
         assert env.emu.get("pods", NS, target)["metadata"]["labels"]["serving"] == "true"
-        assert env.emu.deleted == []
-        assert screen.restore == ("llama", 2)  # the spare stays until restored
+        assert target not in [name for _, name, _ in env.emu.deleted] and env.deployment()["spec"]["replicas"] == 2
+        assert screen.restore is None  # the spare went with the cancel
         await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, FleetScreen))

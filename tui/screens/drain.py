@@ -112,7 +112,7 @@ class DrainScreen(Screen):
         if cur is None:
             t.append("unknown (no current scrape)", style="dim")
         else:
-            running, waiting = cur
+            running, waiting = cur[0], cur[1]
             t.append(f"running {num(running)}  waiting {num(waiting)}  in flight {num(running + waiting)}")
         view = next((v for v in state.replicas if v.name == self.pod), None) if state is not None else None
         if view is not None and view.metrics.kv_usage is not None:

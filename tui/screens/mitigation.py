@@ -34,12 +34,15 @@ DESCRIPTION = {a.action: a.description for a in _KEYS}
 
 
 def live_load(monitor: Any, name: str):
-    """The drain's load callable: (running, waiting) of `name` from its latest good scrape, or
-    None when the replica's last scrape failed or it exposes neither."""
+    """The drain's load callable: (running, waiting, scraped at) of `name` from its latest good
+    scrape, or None when the replica's last scrape failed or it exposes neither."""
 
-    def load() -> tuple[float, float] | None:
+    def load() -> tuple[float, float, float | None] | None:
         snap = monitor.replica_snapshot(name)
-        return snap.load if snap is not None else None
+        if snap is None or snap.load is None:
+            return None
+        # when it was scraped: the drain judges in-flight only from scrapes after the pod left rotation
+        return (snap.load[0], snap.load[1], snap.points[-1][0] if snap.points else None)
 
     return load
 

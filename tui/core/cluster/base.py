@@ -262,6 +262,18 @@ class ClusterActions(ABC):
             return e.result()
         return await self.apply(plan, typed_name=typed_name)
 
+    # The drain's removal steps. A cluster without the Eviction API (the simulator) plans a
+    # "delete" drain and never calls these.
+    async def plan_evict(self, namespace: str, pod: str, grace_s: int | None = None) -> ActionPlan:
+        return await self.plan_delete_pod(namespace, pod, 60 if grace_s is None else grace_s)
+
+    async def plan_deletion_cost(self, namespace: str, pod: str, cost: int = -2147483648) -> ActionPlan:
+        raise ClusterError("bad-input", "this cluster has no pod-deletion-cost")
+
+    async def route_listing(self, namespace: str, pod: str) -> list[str]:
+        """The EndpointSlices still listing the pod ([] when it is in none, or none are kept)."""
+        return []
+
     async def plan_restore(self, namespace: str, name: str, replicas: int) -> ActionPlan:
         """Scale back after a drain (the spare replica was temporary)."""
         return await self.plan_scale(namespace, name, replicas)

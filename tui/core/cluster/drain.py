@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
 
 from .values import ActionPlan, ActionResult, ClusterError, DrainStep, LoadFn
@@ -85,8 +86,12 @@ async def _run(
     ns, pod = plan.target.namespace, plan.target.name
     owner = plan.data.get("owner")
     original = plan.data.get("replicas")
-    cordoned = False
-    deleted = False
+    mech = plan.data.get("mechanism", "delete")
+    spare = bool(plan.data.get("spare", bool(owner) and isinstance(original, int))) and bool(owner) and isinstance(original, int)
+    grace = plan.data.get("grace_s")
+    st = {"cordoned": False, "removed": False, "scaled": False}
+    selector = ""
+    before: set[str] = set()
 
     def cancelled() -> bool:
         return cancel is not None and cancel.is_set()
@@ -94,12 +99,44 @@ async def _run(
     async def uncordon_after_cancel() -> DrainStep:
         _, r = await _sub_action(cluster, cluster.plan_cordon(ns, pod, undo=True, label=plan.data.get("label")))
         status = "ok" if r.ok else "failed"
-        return step("uncordon", status, f"put {pod} back in rotation: {r.message}")
+        if r.ok:
+            st["cordoned"] = False
+        again = " (the ReplicaSet adopts it back and removes one pod to keep its count)" if mech == "quarantine" else ""
+        return step("uncordon", status, f"put {pod} back in rotation{again}: {r.message}")
+
+    async def scale_back(why: str) -> DrainStep:
+        """The spare was temporary: back to the original count (the ReplicaSet removes its
+        newest / not-ready pod first, which is the spare or the evicted pod's replacement)."""
+        _, r = await _sub_action(cluster, cluster.plan_scale(ns, owner, original))
+        if r.ok:
+            st["scaled"] = False
+        return step("scale-down", "ok" if r.ok else "failed", f"{why}: deployment/{owner} back to {original} replicas: {r.message}", restore_replicas=None if r.ok else original)
+
+    async def accounting() -> dict[str, Any]:
+        """Every pod this drain created or detached, so none is left behind unnoticed."""
+        out: dict[str, Any] = {"removed": [pod], "detached": [pod] if mech == "quarantine" else []}
+        if selector:
+            try:
+                after = {p.name for p in await cluster.list_pods(ns, selector)}
+                out["created"] = sorted(after - before)
+                d = await cluster.get_deployment(ns, owner)
+                out["replicas"] = d.replicas
+            except ClusterError:
+                pass
+        return out
 
     try:
-        # 1. spare
-        if owner and isinstance(original, int):
+        if owner and mech != "delete":
             try:
+                d0 = await cluster.get_deployment(ns, owner)
+                selector = ",".join(f"{k}={v}" for k, v in sorted(d0.selector.items()))
+                before = {p.name for p in await cluster.list_pods(ns, selector)} if selector else set()
+            except ClusterError as e:
+                yield step("check", "warn", f"cannot list {owner}'s pods: {e.message}")
+        # 1. spare
+        if spare:
+            try:
+                ready_before = (await cluster.get_deployment(ns, owner)).ready
                 sp = await cluster.plan_scale(ns, owner, original + 1)
             except ClusterError as e:
                 yield step("scale-up", "failed", e.message)
@@ -109,19 +146,26 @@ async def _run(
             if not r.ok:
                 yield step("scale-up", "failed", r.message, result=r)
                 return
-            yield step("scale-up", "ok", r.message, restore_replicas=original)
+            st["scaled"] = True
+            legacy = {"restore_replicas": original} if mech == "delete" else {}
+            yield step("scale-up", "ok", r.message, **legacy)
             warned_pending = False
             deadline = cluster.now() + spare_timeout_s
             while True:
                 if cancelled():
-                    yield step("cancel", "cancelled", f"cancelled while waiting for the spare; {owner} stays at {original + 1} replicas until restored", restore_replicas=original)
+                    if mech == "delete":
+                        yield step("cancel", "cancelled", f"cancelled while waiting for the spare; {owner} stays at {original + 1} replicas until restored", restore_replicas=original)
+                    else:
+                        yield step("cancel", "cancelled", "cancelled while waiting for the spare")
+                        yield await scale_back("cancelled")
                     return
                 try:
                     d = await cluster.get_deployment(ns, owner)
                 except ClusterError as e:
                     yield step("wait-spare", "warn", e.message)
                     d = None
-                if d is not None and d.available >= original + 1 and d.ready >= original + 1:
+                # one more ready pod than before the scale-up: an unready replica elsewhere must not block it
+                if d is not None and d.ready >= ready_before + 1:
                     yield step("wait-spare", "ok", f"spare ready: {d.ready}/{d.replicas} ready")
                     break
                 if not warned_pending:
@@ -130,29 +174,59 @@ async def _run(
                         warned_pending = True
                         yield step("wait-spare", "warn", f"spare cannot be scheduled: {why}", pending=why)
                 if cluster.now() >= deadline:
-                    yield step("wait-spare", "failed", f"spare not ready after {spare_timeout_s:.0f}s; target left in rotation", restore_replicas=original)
+                    if mech == "delete":
+                        yield step("wait-spare", "failed", f"spare not ready after {spare_timeout_s:.0f}s; target left in rotation", restore_replicas=original)
+                    else:
+                        yield await scale_back("spare not ready")
+                        yield step("wait-spare", "failed", f"spare not ready after {spare_timeout_s:.0f}s; target left in rotation, {owner} back to {original}")
                     return
-                yield step("wait-spare", "running", f"waiting for the spare ({d.ready if d else '?'}/{original + 1} ready)")
+                yield step("wait-spare", "running", f"waiting for the spare ({d.ready if d else '?'}/{ready_before + 1} ready)")
                 await cluster.sleep(poll_s)
-        else:
+        elif mech == "delete":
             yield step("scale-up", "warn", "no owning Deployment: no spare replica is started")
 
         # 2. out of rotation
         cp, r = await _sub_action(cluster, cluster.plan_cordon(ns, pod, label=plan.data.get("label")))
         if not r.ok:
+            if st["scaled"]:
+                yield await scale_back("not taken out of rotation")
             yield step("cordon", "failed", r.message)
             return
-        cordoned = True
+        st["cordoned"] = True
         yield step("cordon", "ok", f"{pod} out of rotation: {cp.summary}")
 
-        # 3. wait for in-flight requests to finish
+        # 3. wait until no EndpointSlice lists it; only scrapes after that moment count
+        since: float | None = None
+        if mech != "delete":
+            deadline = cluster.now() + idle_timeout_s
+            while True:
+                try:
+                    listing = await cluster.route_listing(ns, pod)
+                except ClusterError as e:
+                    listing = [f"(unreadable: {e.message})"]
+                if not listing:
+                    since = time.time()  # scrapes carry wall-clock times
+                    yield step("endpoints", "ok", f"no EndpointSlice lists {pod} any more")
+                    break
+                if cancelled() or cluster.now() >= deadline:
+                    why = "cancelled" if cancelled() else f"still listed by {', '.join(listing)} after {idle_timeout_s:.0f}s"
+                    yield await uncordon_after_cancel()
+                    if st["scaled"]:
+                        yield await scale_back(why)
+                    yield step("endpoints", "cancelled" if cancelled() else "failed", f"{why}; not removed")
+                    return
+                yield step("endpoints", "running", f"still listed by {', '.join(listing)}")
+                await cluster.sleep(poll_s)
+
+        # 4. wait for in-flight requests to finish
         deadline = cluster.now() + idle_timeout_s
         last: object = None
         while True:
             if cancelled():
                 yield step("cancel", "cancelled", "cancelled while waiting for the target to go idle")
                 yield await uncordon_after_cancel()
-                cordoned = False
+                if st["scaled"] and mech != "delete":
+                    yield await scale_back("cancelled")
                 return
             try:
                 cur = load()
@@ -162,8 +236,10 @@ async def _run(
                 if last != "error":
                     yield step("wait-idle", "warn", f"cannot read {pod}'s load: {type(e).__name__}: {e}")
                 cur, last = None, "error"
+            if cur is not None and since is not None and len(cur) > 2 and cur[2] is not None and cur[2] < since:
+                cur = None  # a scrape from before the pod left every EndpointSlice says nothing about now
             if cur is not None:
-                running, waiting = cur
+                running, waiting = cur[0], cur[1]
                 if running + waiting <= 0:
                     yield step("wait-idle", "ok", f"{pod} is idle (running 0, waiting 0)")
                     break
@@ -171,26 +247,61 @@ async def _run(
                     yield step("wait-idle", "running", f"{pod}: running {running:g}, waiting {waiting:g}", running=running, waiting=waiting)
                 last = cur
             if cluster.now() >= deadline:
-                yield step("wait-idle", "warn", f"not idle after {idle_timeout_s:.0f}s; deleting anyway with the grace period")
+                yield step("wait-idle", "warn", f"not idle after {idle_timeout_s:.0f}s; removing it anyway with the grace period")
                 break
             await cluster.sleep(poll_s)
 
-        # 4. delete
-        grace = int(plan.data.get("grace_s", 60))
-        dp, r = await _sub_action(cluster, cluster.plan_delete_pod(ns, pod, grace))
-        if not r.ok:
-            yield step("delete", "failed", r.message)
-            if dp is None:
-                return  # not planned: the clean-up below puts the target back
-            yield await uncordon_after_cancel()
-            cordoned = False
+        # 5. remove it
+        if mech == "delete":
+            g = int(grace if grace is not None else 60)
+            dp, r = await _sub_action(cluster, cluster.plan_delete_pod(ns, pod, g))
+            if not r.ok:
+                yield step("delete", "failed", r.message)
+                if dp is None:
+                    return  # not planned: the clean-up below puts the target back
+                yield await uncordon_after_cancel()
+                return
+            st["removed"] = True
+            yield step("delete", "ok", f"deleted {pod} (grace period {g}s)")
+            restore = f"; restore {owner} to {original} replicas with the restore key" if owner else ""
+            yield step("done", "ok", f"drained {pod}{restore}", restore_replicas=original, owner=owner)
             return
-        deleted = True
-        yield step("delete", "ok", f"deleted {pod} (grace period {grace}s)")
-        restore = f"; restore {owner} to {original} replicas with the restore key" if owner else ""
-        yield step("done", "ok", f"drained {pod}{restore}", restore_replicas=original, owner=owner)
+        if mech == "scale-down":
+            _, r = await _sub_action(cluster, cluster.plan_deletion_cost(ns, pod))
+            if r.ok:
+                # kubectl scale's equivalent; the ReplicaSet deletes the lowest pod-deletion-cost first
+                # (pkg/controller/controller_utils.go ActivePodsWithRanks), with the pod's own grace period
+                _, r = await _sub_action(cluster, cluster.plan_scale(ns, owner, original))
+            if not r.ok:
+                yield step("remove", "failed", r.message)
+                yield await uncordon_after_cancel()
+                if st["scaled"]:
+                    yield await scale_back("not removed")
+                return
+            st["removed"], st["scaled"] = True, False
+            yield step("remove", "ok", f"deployment/{owner} back to {original}: the ReplicaSet removes {pod} (pod-deletion-cost), with its own grace period")
+        else:
+            _, r = await _sub_action(cluster, cluster.plan_evict(ns, pod, grace))
+            if not r.ok:
+                undo = [await uncordon_after_cancel()]
+                if st["scaled"]:
+                    undo.append(await scale_back("not evicted"))
+                for u in undo:
+                    yield u
+                put_back = "; put back in rotation" + (f", {owner} back to {original}" if spare else "")
+                yield step("evict", "failed", r.message + put_back, pdb_blocked=r.status_code == 429)
+                return
+            st["removed"] = True
+            yield step("evict", "ok", r.message)
+            if st["scaled"]:
+                yield await scale_back("the spare took its place")
+        acct = await accounting()
+        created = acct.get("created")
+        tail = f"; created {', '.join(created)}" if created else ""
+        detached = f"; detached {pod} from its ReplicaSet (its replacement starts)" if mech == "quarantine" else ""
+        yield step("done", "ok", f"drained {pod} ({mech}){detached}{tail}", owner=owner, **acct)
     finally:
-        if cordoned and not deleted:
+        if st["cordoned"] and not st["removed"]:
             # closed from outside mid-drain: do not leave a live replica out of rotation
             try:
                 await uncordon_after_cancel()

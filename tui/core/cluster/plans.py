@@ -32,6 +32,7 @@ from .convert import (  # noqa: F401 - re-exported: callers import these from `p
     ts,
     vllm_index,
 )
+from .routes import DELETION_COST
 from .values import (
     CHANGE_CAUSE_ANNOTATION,
     PREVIOUS_ARGS_ANNOTATION,
@@ -416,31 +417,105 @@ def build_drain_plan(
     replicas: int | None,
     key: str,
     drain_value: str,
-    grace_s: int,
+    grace_s: int | None,
     warnings: Sequence[str] = (),
     errors: Sequence[str] = (),
+    *,
+    mechanism: str = "delete",
+    spare: bool | None = None,
+    routes: Sequence[str] = (),
+    budgets: Sequence[str] = (),
+    why: str = "",
     **flags: Any,
 ) -> ActionPlan:
-    """The drain's plan: its steps as the diff, and what `drain.drain` needs as data. A spare is
-    started only when the owning Deployment (`owner`) and its `replicas` are known."""
+    """The drain's plan: its steps as the diff, and what `drain.drain` needs as data.
+
+    `mechanism` says how the pod leaves: "scale-down" (pod-deletion-cost, then the Deployment
+    back to its count: the ReplicaSet removes exactly this pod), "evict" (the Eviction API, so a
+    PodDisruptionBudget is honoured), "quarantine" (detached from its ReplicaSet on purpose, then
+    evicted once idle) or "delete" (a cluster without the Eviction API: the simulator). A spare
+    is started first only when the owning Deployment (`owner`) and its `replicas` are known."""
     pod = target.name
-    spare = bool(owner) and replicas is not None
-    steps = [f"1. scale deployment/{owner} {replicas} -> {replicas + 1}; wait until the spare is ready"] if spare else []
-    steps += [
-        f"2. label pod/{pod} {key}={drain_value} (out of rotation)",
-        "3. wait until its running + waiting reaches 0",
-        f"4. delete pod/{pod} --grace-period={grace_s}",
-    ]
-    if spare:
-        steps.append(f"then: restore deployment/{owner} to {replicas} replicas (restore key)")
+    spare = (bool(owner) and replicas is not None) if spare is None else spare
+    grace = f"--grace-period={grace_s}" if grace_s is not None else "(the pod's own terminationGracePeriodSeconds)"
+    lines = [f"routes: {', '.join(routes) if routes else 'none found (an external router)'}"] if mechanism != "delete" else []
+    lines += [f"budget: {b}" for b in budgets]
+    if why:
+        lines.append(f"mechanism: {mechanism}: {why}")
+    if mechanism == "delete":  # the simulator's drain: spare, label, idle, delete, restore
+        old = [f"1. scale deployment/{owner} {replicas} -> {replicas + 1}; wait until the spare is ready"] if spare else []
+        old += [f"2. label pod/{pod} {key}={drain_value} (out of rotation)", "3. wait until its running + waiting reaches 0", f"4. delete pod/{pod} {grace}"]
+        if spare:
+            old.append(f"then: restore deployment/{owner} to {replicas} replicas (restore key)")
+        lines = old
+    steps = [f"scale deployment/{owner} {replicas} -> {replicas + 1}; wait until one more pod is ready"] if spare else []
+    if mechanism == "quarantine":
+        steps.append(f"label pod/{pod} {key}={drain_value} (out of rotation AND detached: the ReplicaSet starts its replacement)")
+    else:
+        steps.append(f"label pod/{pod} {key}={drain_value} (out of rotation)")
+    if mechanism != "delete":
+        steps.append("wait until no EndpointSlice lists the pod's IP")
+    steps.append("wait until its running + waiting reaches 0" + (" (scrapes taken after that only)" if mechanism != "delete" else ""))
+    if mechanism == "scale-down":
+        steps.append(f"annotate pod/{pod} controller.kubernetes.io/pod-deletion-cost=-2147483648")
+        steps.append(f"scale deployment/{owner} {replicas + 1 if spare else replicas} -> {replicas}: the ReplicaSet removes exactly pod/{pod} {grace}")
+    elif mechanism in ("evict", "quarantine"):
+        steps.append(f"evict pod/{pod} (policy/v1 Eviction; PodDisruptionBudgets honoured) {grace}")
+        if spare:
+            steps.append(f"scale deployment/{owner} {replicas + 1} -> {replicas} (removes the replacement the ReplicaSet starts)")
+    diff = "\n".join(lines + ([f"{i}. {s}" for i, s in enumerate(steps, 1)] if mechanism != "delete" else []))
     return ActionPlan(
         "drain",
         target,
         f"drain pod/{pod}",
-        diff="\n".join(steps),
+        diff=diff,
         warnings=tuple(warnings),
         errors=tuple(errors),
-        data={"owner": owner, "replicas": replicas, "label": key, "grace_s": grace_s},
+        data={"owner": owner, "replicas": replicas, "label": key,
+              "grace_s": grace_s, "mechanism": mechanism, "spare": spare, "routes": list(routes), "budgets": list(budgets)},
+        **flags,
+    )
+
+
+def build_evict_plan(pod: Mapping[str, Any], grace_s: int | None, **flags: Any) -> ActionPlan:
+    """POST pods/NAME/eviction (policy/v1), guarded by the pod's uid; the grace period is the
+    pod's own unless one is given."""
+    meta = pod.get("metadata") or {}
+    ns, name, uid = str(meta.get("namespace") or ""), str(meta.get("name") or ""), meta.get("uid")
+    opts: dict[str, Any] = {"preconditions": {"uid": uid}}
+    if grace_s is not None:
+        opts["gracePeriodSeconds"] = grace_s
+    body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}, "deleteOptions": opts}
+    own = (pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
+    return ActionPlan(
+        "evict",
+        Target("Pod", ns, name),
+        f"evict pod/{name} (grace period {grace_s if grace_s is not None else own}s)",
+        diff=f"-pod/{name} (uid {uid})",
+        patch=body,
+        data={"uid": uid, "grace_s": grace_s if grace_s is not None else own},
+        **flags,
+    )
+
+
+def build_deletion_cost_plan(pod: Mapping[str, Any], cost: int, **flags: Any) -> ActionPlan:
+    """Annotate the pod with controller.kubernetes.io/pod-deletion-cost so a ReplicaSet
+    scale-down removes it first (k8s >= 1.22)."""
+    meta, _, ann, target = _pod_parts(pod)
+    path = f"/metadata/annotations/{esc(DELETION_COST)}"
+    ops: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/uid", "value": meta.get("uid")}]
+    if not ann:
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {DELETION_COST: str(cost)}})
+    else:
+        ops.append({"op": "add", "path": path, "value": str(cost)})
+    return ActionPlan(
+        "deletion-cost",
+        target,
+        f"annotate pod/{target.name} {DELETION_COST}={cost}",
+        diff=(f"-{DELETION_COST}: {ann[DELETION_COST]}\n" if DELETION_COST in ann else "") + f"+{DELETION_COST}: {cost}",
+        patch=ops,
+        patch_type="json",
+        data={"cost": cost},
         **flags,
     )
 
@@ -452,8 +527,9 @@ def compute_rollout(
     pods: list[Mapping[str, Any]],
     now: float,
 ) -> RolloutStatus:
-    """kubectl rollout status' logic, plus what it does not say: Pending pods waiting for GPUs
-    (a RollingUpdate with no spare GPU deadlocks) and crash-looping new pods."""
+    """kubectl rollout status' logic (kubectl/pkg/polymorphichelpers/rollout_status.go
+    DeploymentStatusViewer), plus what it does not say: Pending pods waiting for GPUs (a
+    RollingUpdate with no spare GPU deadlocks) and new pods crash-looping now."""
     cond = {c.type: c for c in info.conditions}
     prog = cond.get("Progressing")
     elapsed = (now - new_rs.created) if new_rs and new_rs.created else None
@@ -465,7 +541,8 @@ def compute_rollout(
         )
 
     new_pods = new_rs.pods if new_rs else ()
-    crashing = [p for p in new_pods if p.phase in ("CrashLoopBackOff", "Error") or p.restarts >= 3]
+    # a restart count is history, not state: a new pod that restarted and is Ready now has recovered
+    crashing = [p for p in new_pods if p.phase in ("CrashLoopBackOff", "Error") and not p.ready]
     pending = [pending_reason(p) for p in pods]
     pending = [p for p in pending if p]
     if info.generation > info.observed_generation:

@@ -21,7 +21,7 @@ from .args import Preflight
 # --------------------------------------------------------------------------------------------
 # Actions and the API verbs they need (for the RBAC check and for hiding keys)
 
-MUTATING_ACTIONS = ("edit", "scale", "restart", "rollback", "drain", "delete-pod", "cordon")
+MUTATING_ACTIONS = ("edit", "scale", "restart", "rollback", "drain", "delete-pod", "cordon", "evict", "deletion-cost")
 READ_ACTIONS = ("watch", "logs", "events", "metrics")
 
 # action -> (verb, group, resource, subresource) tuples, all of which must be allowed
@@ -315,4 +315,5 @@ def policy_for(context: str, config: Any) -> ContextPolicy:
     )
 
 
-LoadFn = Callable[[], "tuple[float, float] | None | Awaitable[tuple[float, float] | None]"]
+# (running, waiting) or (running, waiting, scraped-at unix time); None when unknown
+LoadFn = Callable[[], "tuple[float, ...] | None | Awaitable[tuple[float, ...] | None]"]

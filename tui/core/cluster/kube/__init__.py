@@ -3,8 +3,9 @@
 One class assembled from one module per responsibility: `transport` (the client, its calls as
 plain dicts in worker threads, construction from kubeconfig), `errors` (client failures ->
 `ClusterError`), `reads` (pods, workloads, rollout status, logs, events, RBAC, contexts),
-`watch` (the pod watch), `exec` (in-pod commands), `planning` (reads -> `ActionPlan`; the pure
-builders are in `..plans`) and `apply` (a confirmed plan -> the API). Credentials come from
+`watch` (the pod watch), `exec` (in-pod commands), `control` (owner chains, HPAs, routes and
+PodDisruptionBudgets), `planning` (reads -> `ActionPlan`; the pure builders are in `..plans`),
+`apply` (a confirmed plan -> the API) and `requests` (the exact requests behind a plan). Credentials come from
 kubeconfig or the in-cluster service account only, and no message built here contains them.
 """
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..plans import deployment_info
+from ..routes import blocked_message
 from ..values import ActionPlan, ActionResult, ClusterError
 from .transport import KubeTransport
 
@@ -25,8 +26,10 @@ class KubeApply(KubeTransport):
         if plan.action == "scale":
             _, _, _, scale_fn = self._workload(t.kind)
             return await self._patch(plan, scale_fn, t.name, t.namespace)
-        if plan.action == "cordon":
+        if plan.action in ("cordon", "deletion-cost"):
             return await self._patch(plan, self.core.patch_namespaced_pod, t.name, t.namespace)
+        if plan.action == "evict":
+            return await self._evict(plan)
         if plan.action == "delete-pod":
             body = dict(plan.patch or {})
             grace = int(plan.data.get("grace_s", 60))
@@ -34,6 +37,27 @@ class KubeApply(KubeTransport):
             await self._call(self.core.delete_namespaced_pod, t.name, t.namespace, body=body, grace_period_seconds=grace)
             return ActionResult(True, f"deleted pod/{t.name} (grace period {grace}s)", 200)
         return ActionResult(False, f"cannot apply a {plan.action!r} plan directly")
+
+    async def _evict(self, plan: ActionPlan) -> ActionResult:
+        """POST pods/NAME/eviction (kubectl drain's own way, kubectl/pkg/drain EvictPod): the API
+        server checks the PodDisruptionBudgets and answers 429 when one allows no disruption."""
+        t = plan.target
+        fn = self.core.create_namespaced_pod_eviction
+        for dry in ("All", None):
+            try:
+                kw = {"dry_run": dry} if dry else {}
+                await self._call(fn, t.name, t.namespace, plan.patch, **kw)
+            except ClusterError as e:
+                if e.status != 429:
+                    return e.result(f"evict {t}: ")
+                labels: dict = {}
+                try:
+                    labels = ((await self._call(self.core.read_namespaced_pod, t.name, t.namespace)).get("metadata") or {}).get("labels") or {}
+                except ClusterError:
+                    pass
+                found = await self.budgets(t.namespace, labels) if labels else []  # type: ignore[attr-defined]
+                return ActionResult(False, blocked_message(found[0] if found else None), 429, {"kind": "pdb-blocked", "budgets": [str(b) for b in found]})
+        return ActionResult(True, f"evicted pod/{t.name} (grace period {plan.data.get('grace_s')}s)", 201)
 
     async def _patch(self, plan: ActionPlan, fn: Callable, name: str, namespace: str) -> ActionResult:
         ctype = JSON_PATCH if plan.patch_type == "json" else MERGE_PATCH
@@ -53,6 +77,7 @@ class KubeApply(KubeTransport):
             "rollback": f"rolled back to revision {plan.data.get('to_revision')}",
             "scale": f"scaled to {plan.data.get('to')}",
             "cordon": plan.summary,
+            "deletion-cost": plan.summary,
         }[plan.action]
         return ActionResult(True, f"{plan.target}: {what}", 200, details)
 

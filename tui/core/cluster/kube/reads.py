@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import datetime as _dt
 from typing import Any, Mapping
 
@@ -22,6 +23,7 @@ from ..plans import (
     ts,
     vllm_index,
 )
+from ..rollout import daemonset_rollout, statefulset_rollout
 from ..values import (
     ACTION_VERBS,
     MUTATING_ACTIONS,
@@ -109,6 +111,8 @@ class KubeReads(KubeTransport):
         return out
 
     async def rollout_status(self, namespace: str, name: str, kind: str = "Deployment") -> RolloutStatus:
+        if kind == "DaemonSet":
+            return daemonset_rollout(await self._call(self.apps.read_namespaced_daemon_set, name, namespace))
         dep = await self._read_workload(namespace, name, kind)
         info = deployment_info(dep, kind)
         sel = selector_string(info.selector)
@@ -147,23 +151,14 @@ class KubeReads(KubeTransport):
 
         new_info = rs_info(new_rs) if new_rs else None
         old_infos = tuple(rs_info(r) for r in rss if r is not new_rs and ((r.get("spec") or {}).get("replicas") or (r.get("status") or {}).get("replicas")))
-        return compute_rollout(info, new_info, old_infos, pods, now)
+        st = compute_rollout(info, new_info, old_infos, pods, now)
+        if (dep.get("spec") or {}).get("paused") and st.state != "done":
+            # a paused Deployment does not roll out until resumed; its progress deadline is not checked meanwhile
+            st = dataclasses.replace(st, reason=f"paused (kubectl rollout resume continues it): {st.reason}")
+        return st
 
     def _sts_status(self, sts: Mapping[str, Any], info: DeploymentInfo, pods: list[dict]) -> RolloutStatus:
-        st = sts.get("status") or {}
-        refs = tuple(pod_ref(p) for p in pods)
-        pending = [pending_reason(p) for p in pods]
-        pending = [p for p in pending if p]
-        if info.generation > info.observed_generation:
-            state, reason = "progressing", "waiting for the StatefulSet spec update to be observed"
-        elif pending:
-            state, reason = "stuck", f"pods cannot be scheduled: {pending[0]}"
-        elif st.get("currentRevision") == st.get("updateRevision") and info.ready >= info.replicas:
-            state, reason = "done", f"{info.ready}/{info.replicas} ready"
-        else:
-            state, reason = "progressing", f"{info.updated}/{info.replicas} updated, {info.ready} ready"
-        rs = ReplicaSetInfo(str(st.get("updateRevision") or ""), 0, info.replicas, info.ready, info.available, refs)
-        return RolloutStatus(state, reason, info.replicas, info.updated, info.ready, info.available, info.current, info.generation, info.observed_generation, rs, (), None, info.conditions)
+        return statefulset_rollout(sts, pods)
 
     async def _log_lines(
         self, namespace: str, pod: str, container: str | None, previous: bool, tail: int

@@ -1,0 +1,68 @@
+"""`kvwatch drain | scale | edit-args | rollout`: the mitigation keys as scriptable commands.
+
+They build the same plans the keys build (same checks, confirmation and audit log). Only the
+options are declared here; the handler (`action_run`) and the Kubernetes client are imported
+when one of these commands actually runs. Exit: 0 done (or planned with --dry-run), 1 refused
+or failed, 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+KIND_HELP = "KIND/NAME as kubectl spells it: deployment/llama, statefulset/vllm (a bare NAME is a Deployment)"
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("cluster")
+    g.add_argument("-n", "--namespace", default=None, help="namespace (default: the context's)")
+    g.add_argument("--context", default=None, help="kube context (default: the kubeconfig's current one)")
+    g.add_argument("--kubeconfig", default=None, metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    g.add_argument("--readonly", action="store_true", help="refuse every mutating request (exit 1); reads still work")
+    a = p.add_argument_group("confirmation and output")
+    a.add_argument("--dry-run", action="store_true", help="print the plan and send no mutating request (server-side dry runs only)")
+    a.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation on the terminal")
+    a.add_argument("--confirm", metavar="NAME", default=None,
+                   help="in a context marked production, --yes needs this too: the target's name, repeated")
+    a.add_argument("--json", action="store_true",
+                   help='print {"action","target","requests","warnings","refused","result"}: requests are the exact '
+                        "mutating HTTP requests (method, path with query, body), in order")
+    p.set_defaults(func=_run, all_namespaces=False, selector=None, port=None, via="proxy", config_defaults=False)
+    return p
+
+
+def register(sub) -> None:
+    common = _common()
+    d = sub.add_parser("drain", parents=[common], help="take a pod out of every route, wait until idle, remove it",
+                       description="Spare first, out of every Service / EndpointSlice / InferencePool, wait until the pod's "
+                                   "running + waiting reaches 0, then remove it the way its controller allows (pod-deletion-cost "
+                                   "scale-down, an eviction that honours PodDisruptionBudgets, or a quarantine).")
+    d.add_argument("pod", metavar="POD")
+    d.add_argument("--grace-period", type=int, default=None, metavar="S", help="default: the pod's terminationGracePeriodSeconds")
+    d.add_argument("--label", default=None, help="the rotation label to change (default: chosen from the Services)")
+    d.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="seconds to wait for in-flight requests (default 300)")
+    d.add_argument("--spare-timeout", type=float, default=900.0, metavar="S", help="seconds to wait for the spare to be ready (default 900)")
+    d.add_argument("--poll", type=float, default=2.0, metavar="S", help=argparse.SUPPRESS)
+    d.set_defaults(action="drain")
+    s = sub.add_parser("scale", parents=[common], help="scale a Deployment or StatefulSet")
+    s.add_argument("target", metavar="KIND/NAME", help=KIND_HELP)
+    s.add_argument("--replicas", type=int, required=True, metavar="N")
+    s.set_defaults(action="scale")
+    e = sub.add_parser("edit-args", parents=[common], help="change vLLM engine args (validated, with the KV preflight)")
+    e.add_argument("target", metavar="KIND/NAME", help=KIND_HELP)
+    e.add_argument("--set", dest="sets", action="append", required=True, metavar="KEY=VALUE",
+                   help="an engine arg without its dashes, e.g. --set max-num-seqs=32; repeatable")
+    e.add_argument("--container", default=None, help="the vLLM container (default: detected)")
+    e.set_defaults(action="edit")
+    r = sub.add_parser("rollout", parents=[common], help="rollout status | restart | undo, as kubectl computes them")
+    r.add_argument("verb", choices=("status", "restart", "undo"))
+    r.add_argument("target", metavar="KIND/NAME", help=KIND_HELP + "; status also takes daemonset/NAME")
+    r.add_argument("--timeout", type=float, default=0.0, metavar="S", help="status: wait up to S seconds for it to finish (default: report once)")
+    r.set_defaults(action="rollout")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from .action_run import run
+
+    return run(args)

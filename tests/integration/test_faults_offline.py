@@ -26,7 +26,6 @@ def write_recording(path: Path, pages: dict[str, str], n: int, t0: float = 1_700
                 f.write(json.dumps({"ts": t0 + i, "replica": name, "metrics": page}, separators=(",", ":")) + "\n")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 1: diagnose/replay of a +Inf page crash with a traceback")
 async def test_diagnose_and_replay_of_a_recording_with_inf_values(tmp_path: Path) -> None:
     rec = tmp_path / "inf.jsonl"
     write_recording(rec, {"good-0": healthy_page(), "good-1": healthy_page(seed=1), "bad": nan_inf_page()}, 12)

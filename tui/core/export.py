@@ -34,6 +34,7 @@ def replica_json(r: ReplicaView) -> dict:
         "error": r.error,
         "group": r.group,
         "missing": list(r.finding.missing),
+        "invalid": dict(r.invalid),  # signals whose last value was NaN/Inf: {signal: reason}
     }
 
 

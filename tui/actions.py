@@ -80,6 +80,7 @@ ACTIONS: tuple[Action, ...] = (
     # -- detail and triage: back ------------------------------------------------------------
     _a("back", "escape", "app.pop_screen", "Back", DETAIL, TRIAGE, palette=False),
     _a("back2", "left_square_bracket", "app.pop_screen", "Back", DETAIL, show=False, palette=False),
+    _a("full_labels", "m", "full_labels", "Full labels", DETAIL, show=False),  # long model names, uncut
     # -- triage: its modes (the same ids as the fleet's t / g / c: remapping one remaps all) ----
     _a("triage", "t", "diagnosis('triage')", "Triage", TRIAGE),
     _a("runbook", "g", "diagnosis('runbook')", "Runbook", TRIAGE),

@@ -50,3 +50,24 @@ async def test_escape_sequences_and_markup_in_labels_stay_inert() -> None:
     text = await detail_text("escapes")
     assert "RED" in text and "[bold red]markup" in text  # shown as text, not styling
     assert not ESC.search(text)
+
+
+async def test_prometheus_down_at_start_is_shown_and_retried_in_the_tui() -> None:
+    """Issue 10 defect 5: the TUI shows the start error (not "waiting" forever) and recovers."""
+    from tui.core.sources.prometheus import PrometheusSource
+    from tui.screens.fleet import SelectedStrip
+
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add("prometheus", fail="500", after=2.5)
+        app = KvwatchApp(Monitor(PrometheusSource(url, timeout=2.0)), 0.5)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(1.0)
+            strip = app.screen.query_one(SelectedStrip).render()
+            said = getattr(strip, "plain", str(strip))
+            assert "500" in said and "retrying" in said, said
+            for _ in range(80):
+                await pilot.pause(0.1)
+                if app.monitor.started and app.last_error is None:
+                    break
+            assert app.monitor.started and app.last_error is None  # recovered by itself
+            assert len(fs.requests(url)) >= 3  # it kept asking

@@ -14,6 +14,7 @@ from .diagnosis import Thresholds, diagnose
 from .finite import finite_scrape
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
 from .model import DOWN, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
+from .retry import StartRetry
 from .sources.base import Source
 from .verdicts import SEVERITY
 
@@ -51,18 +52,36 @@ class Monitor:
         self._broken: dict[str, str] = {}  # replicas whose last scrape could not be taken in
         self.on_scrapes = on_scrapes  # e.g. the recorder
         self.state = FleetState(ts=time.time(), source=getattr(source, "description", ""), replicas=())
+        self.started = False  # the source started; until then each refresh retries, with backoff
+        self.ok_refreshes = 0  # refreshes whose poll succeeded (the --json exit code reads it)
+        self._retry = StartRetry()
+        self._backfill_s: float | None = None
 
     async def start(self, backfill_s: float | None = None) -> None:
-        """Start the source; sources with history (Prometheus) back-fill the sparklines first."""
+        """Start the source; sources with history (Prometheus) back-fill the sparklines first.
+
+        A failure here (Prometheus down, a redirect, an HTTP 500) raises for the caller to show,
+        and is not final: each later `refresh` retries the start, with backoff."""
         assert self.source is not None
-        await self.source.start()
+        self._backfill_s = backfill_s
+        try:
+            await self.source.start()
+        except Exception as e:
+            self._retry.failed(time.monotonic(), e)
+            raise
+        self.started = True
+        self._retry.reset()
         backfill = getattr(self.source, "backfill", None)
         if backfill is not None and backfill_s:
             self.ingest(await backfill(window_s=backfill_s))
 
     async def refresh(self) -> FleetState:
         assert self.source is not None
+        if not self.started:
+            self._retry.check(time.monotonic())  # raises the last error until the next try is due
+            await self.start(self._backfill_s)
         scrapes = await self.source.poll()
+        self.ok_refreshes += 1
         take_removed = getattr(self.source, "take_removed", None)  # cluster sources: deleted pods
         if take_removed is not None:
             self.forget(take_removed())

@@ -29,7 +29,7 @@ from tui.core.textsafe import redact
 
 from .actions import APP, bindings
 from .alerts import PressureAlerts
-from .bindings import binding_ids
+from .bindings import checked_keymap
 from .gate import Gate
 from .palette import KvwatchCommands
 from .replay_controls import ReplayControls
@@ -153,14 +153,10 @@ class KvwatchApp(App):
 
     def _apply_keymap(self) -> None:
         """User key remapping by binding id; an id no screen knows is reported, not fatal."""
-        keys = dict(self.config.keys)
-        if not keys:
+        if not self.config.keys:
             return
-        known = binding_ids()
-        for bid in sorted(set(keys) - set(known)):
-            self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid}: no such binding id "
-                                                        "(see `kvwatch config show`)")))
-            del keys[bid]
+        keys, problems = checked_keymap(self.config)
+        self.notices.extend(str(p) for p in problems)
         self.set_keymap(keys)
 
     # -- the cluster and contexts (k9s skins: production looks different) ---------------------
@@ -214,7 +210,7 @@ class KvwatchApp(App):
         if self.production:
             out.append("PRODUCTION")
         if self.readonly and self.mode != "replay":
-            out.append("READONLY")
+            out.append("READONLY: CONFIG BROKEN" if self.config.broken else "READONLY")
         return out
 
     def header_mode(self) -> tuple[str, str]:

@@ -9,6 +9,7 @@ Pure data plus a `Binding` factory: nothing here imports the app or a screen.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from textual.binding import Binding
 
@@ -50,6 +51,7 @@ def _a(id: str, key: str, action: str, description: str, *scopes: str, **kw) -> 
 FLEET, TRIAGE, DETAIL = "fleet", "triage", "detail"
 _MIT = (FLEET, TRIAGE)  # mitigation keys: the fleet screen and one replica's diagnosis
 _OPEN = (FLEET, DETAIL)  # t / g / c open a replica's diagnosis from the fleet and detail screens
+_MAIN = {FLEET, TRIAGE, DETAIL}  # where an app key and a screen key must not meet (key_conflicts)
 
 ACTIONS: tuple[Action, ...] = (
     # -- app: every screen ------------------------------------------------------------------
@@ -80,6 +82,7 @@ ACTIONS: tuple[Action, ...] = (
     # -- detail and triage: back ------------------------------------------------------------
     _a("back", "escape", "app.pop_screen", "Back", DETAIL, TRIAGE, palette=False),
     _a("back2", "left_square_bracket", "app.pop_screen", "Back", DETAIL, show=False, palette=False),
+    _a("full_labels", "m", "full_labels", "Full labels", DETAIL, show=False),  # long model names, uncut
     # -- triage: its modes (the same ids as the fleet's t / g / c: remapping one remaps all) ----
     _a("triage", "t", "diagnosis('triage')", "Triage", TRIAGE),
     _a("runbook", "g", "diagnosis('runbook')", "Runbook", TRIAGE),
@@ -141,6 +144,31 @@ def default_keys() -> dict[str, str]:
     out: dict[str, str] = {}
     for a in ACTIONS:
         out.setdefault(a.id, a.key)
+    return out
+
+
+def key_conflicts(remap: Mapping[str, str]) -> dict[str, str]:
+    """Remapped ids whose new key another action already has where both are bound (the same
+    screen, or an app key beside a main screen's; sub-screens such as logs reuse app keys on
+    purpose): {binding id: why}. The user's remap of the other one counts: a swap is fine."""
+    def keys(a: Action) -> set[str]:
+        return {k.strip() for k in remap.get(a.id, a.key).split(",")}
+
+    def meet(a: Action, b: Action) -> bool:
+        if set(a.scopes) & set(b.scopes):
+            return True
+        return (APP in a.scopes and bool(_MAIN & set(b.scopes))) or (APP in b.scopes and bool(_MAIN & set(a.scopes)))
+
+    out: dict[str, str] = {}
+    for a in ACTIONS:
+        if a.id not in remap or a.id in out:
+            continue
+        for b in ACTIONS:
+            shared = keys(a) & keys(b)
+            if b.id != a.id and shared and meet(a, b):
+                out[a.id] = (f"{key_name(min(shared))} is already the key of {b.id} ({b.description}); "
+                             "remap that one too, or pick another key")
+                break
     return out
 
 

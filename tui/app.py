@@ -25,10 +25,11 @@ from tui.core.cluster.base import Cluster
 from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
+from tui.core.textsafe import redact
 
 from .actions import APP, bindings
 from .alerts import PressureAlerts
-from .bindings import binding_ids
+from .bindings import checked_keymap
 from .gate import Gate
 from .palette import KvwatchCommands
 from .replay_controls import ReplayControls
@@ -152,14 +153,10 @@ class KvwatchApp(App):
 
     def _apply_keymap(self) -> None:
         """User key remapping by binding id; an id no screen knows is reported, not fatal."""
-        keys = dict(self.config.keys)
-        if not keys:
+        if not self.config.keys:
             return
-        known = binding_ids()
-        for bid in sorted(set(keys) - set(known)):
-            self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid}: no such binding id "
-                                                        "(see `kvwatch config show`)")))
-            del keys[bid]
+        keys, problems = checked_keymap(self.config)
+        self.notices.extend(str(p) for p in problems)
         self.set_keymap(keys)
 
     # -- the cluster and contexts (k9s skins: production looks different) ---------------------
@@ -213,7 +210,7 @@ class KvwatchApp(App):
         if self.production:
             out.append("PRODUCTION")
         if self.readonly and self.mode != "replay":
-            out.append("READONLY")
+            out.append("READONLY: CONFIG BROKEN" if self.config.broken else "READONLY")
         return out
 
     def header_mode(self) -> tuple[str, str]:
@@ -238,9 +235,9 @@ class KvwatchApp(App):
             if self.backfill_s:
                 self.notify(f"back-filling the last {self.backfill_s:.0f}s of history…", timeout=4)
             await self.monitor.start(self.backfill_s)
-        except Exception as e:
-            self.post_message(FleetUpdated(None, f"source failed to start: {e}"))
-            return
+        except Exception as e:  # said now; each refresh below retries the start, with backoff
+            self.post_message(FleetUpdated(None, redact(f"source failed to start: {e}")))
+            await asyncio.sleep(self.interval)
         while True:
             t0 = time.monotonic()
             await self.refresh_once()
@@ -250,7 +247,7 @@ class KvwatchApp(App):
         try:
             state, err = await self.monitor.refresh(), None
         except Exception as e:  # the whole source failed (e.g. Prometheus 401): say so, keep going
-            state, err = None, f"{type(e).__name__}: {e}"
+            state, err = None, redact(f"{type(e).__name__}: {e}")
         self.refreshes += 1
         self.post_message(FleetUpdated(state, err))
 
@@ -258,6 +255,10 @@ class KvwatchApp(App):
         self.last_error = msg.error
         if msg.error:
             self.notify(msg.error, severity="error", timeout=6, markup=False)
+            for screen in self.screen_stack:  # no data at all yet: the error, not "waiting"
+                hook = getattr(screen, "show_source_error", None)
+                if hook is not None and msg.state is None:
+                    hook(msg.error)
         if msg.state is not None and self.mode == "live":
             self._alert(msg.state)
         if self.paused or msg.state is None:

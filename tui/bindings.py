@@ -3,9 +3,29 @@ registry (tui/actions.py), so nothing here imports the app or a screen."""
 
 from __future__ import annotations
 
-from .actions import default_keys
+from typing import TYPE_CHECKING
+
+from .actions import default_keys, key_conflicts
+
+if TYPE_CHECKING:
+    from .core.config import Config, ConfigProblem
 
 
 def binding_ids() -> dict[str, str]:
     """{binding id: default key(s)} over the App and every screen and widget kvwatch ships."""
     return default_keys()
+
+
+def checked_keymap(cfg: "Config") -> tuple[dict[str, str], list["ConfigProblem"]]:
+    """The config's [keys] remap without what cannot apply: ids no screen knows, and keys another
+    action already uses there; each refused entry is a problem located in the file."""
+    keys = dict(cfg.keys)
+    known = binding_ids()
+    problems = []
+    for bid in sorted(set(keys) - set(known)):
+        problems.append(cfg.problem(("keys", bid), f"keys.{bid}: no such binding id (see `kvwatch config show`)"))
+        del keys[bid]
+    for bid, why in sorted(key_conflicts(keys).items()):
+        problems.append(cfg.problem(("keys", bid), f"keys.{bid}: {why}; not used"))
+        del keys[bid]
+    return keys, problems

@@ -43,6 +43,8 @@ def apply_config(args: argparse.Namespace) -> Config:
     if cfg is not None:
         return cfg
     cfg = load_config()
+    if getattr(args, "readwrite", False):
+        cfg = cfg.with_readwrite()  # the explicit way out of a broken file's read-only
     args._config = cfg
     if hasattr(args, "interval") and is_default(args.interval):
         args.interval = cfg.refresh_interval
@@ -54,6 +56,10 @@ def apply_config(args: argparse.Namespace) -> Config:
     prof = cfg.profile_for(getattr(args, "context", None))
     if prof is not None and prof.readonly and hasattr(args, "readonly"):
         args.readonly = True  # a read-only context stays read-only whatever the flags say
+    if cfg.broken and hasattr(args, "readonly"):
+        args.readonly = True  # fail closed: the file may have said read-only for this context
+        print(f"kvwatch: config: {cfg.path} cannot be used: running read-only until it is fixed "
+              "(or pass --readwrite)", file=sys.stderr)
     return cfg
 
 

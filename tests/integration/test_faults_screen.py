@@ -17,8 +17,8 @@ from widgets.fleet_table import FleetTable
 ESC = re.compile(r"[\x1b\x07\x9b]")
 
 
-async def detail_text(mode: str) -> str:
-    """The detail screen's evidence text for one replica served in `mode`."""
+async def detail_text(mode: str, *keys: str) -> str:
+    """The detail screen's evidence text for one replica served in `mode`, after `keys`."""
     async with FaultServer(lifetime=30) as fs:
         url = await fs.add(mode)
         app = KvwatchApp(Monitor(DirectSource([Target("r0", url)], timeout=3.0)), 1.0)
@@ -30,21 +30,44 @@ async def detail_text(mode: str) -> str:
             await pilot.press("enter")
             await pilot.pause(0.3)
             assert isinstance(app.screen, DetailScreen)
+            for k in keys:
+                await pilot.press(k)
+                await pilot.pause(0.2)
             return app.screen.query_one("#evidence").render().plain
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 12: a 5,000-char model_name fills the detail screen")
 async def test_a_huge_model_name_is_truncated_with_an_ellipsis() -> None:
     text = await detail_text("long_model")
     assert "mmmm" in text  # the model is shown
     longest = max(len(run) for run in re.findall(r"m{4,}", text))
     assert longest <= 80, f"model name shown at {longest} characters"
     assert "…" in text or "..." in text
+    full = await detail_text("long_model", "m")  # the full value on demand
+    assert max(len(run) for run in re.findall(r"m{4,}", full)) >= 4000
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 (terminal injection, with defect 12): engine label values reach "
-                   "the detail screen's engines line raw")
 async def test_escape_sequences_and_markup_in_labels_stay_inert() -> None:
     text = await detail_text("escapes")
     assert "RED" in text and "[bold red]markup" in text  # shown as text, not styling
     assert not ESC.search(text)
+
+
+async def test_prometheus_down_at_start_is_shown_and_retried_in_the_tui() -> None:
+    """Issue 10 defect 5: the TUI shows the start error (not "waiting" forever) and recovers."""
+    from tui.core.sources.prometheus import PrometheusSource
+    from tui.screens.fleet import SelectedStrip
+
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add("prometheus", fail="500", after=2.5)
+        app = KvwatchApp(Monitor(PrometheusSource(url, timeout=2.0)), 0.5)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause(1.0)
+            strip = app.screen.query_one(SelectedStrip).render()
+            said = getattr(strip, "plain", str(strip))
+            assert "500" in said and "retrying" in said, said
+            for _ in range(80):
+                await pilot.pause(0.1)
+                if app.monitor.started and app.last_error is None:
+                    break
+            assert app.monitor.started and app.last_error is None  # recovered by itself
+            assert len(fs.requests(url)) >= 3  # it kept asking

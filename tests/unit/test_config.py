@@ -123,7 +123,7 @@ pause = ""
                    (8, "thresholds.sustain_points"), (9, "thresholds.kv_low"), (12, "kubernetes.port"),
                    (14, "windows.rate_s"), (18, "keys.pause")}
     msgs = {pr.line: pr.message for pr in cfg.problems}
-    assert "must be > 0" in msgs[1]
+    assert "range 0.05 to 3600" in msgs[1]  # the allowed range, not just "> 0"
     assert "unknown key" in msgs[3] and "refresh_interval" in msgs[3]  # says what is known
     assert "expected" in msgs[8] and "2.5" in msgs[8]
     # the good settings next to the bad ones still apply; the bad ones keep their defaults

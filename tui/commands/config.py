@@ -28,10 +28,14 @@ def run_path(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from tui.bindings import binding_ids
+    from dataclasses import replace
+
+    from tui.bindings import binding_ids, checked_keymap
     from tui.core.config import config_path, dump_config, load_config
 
     cfg = load_config()
+    keys, key_problems = checked_keymap(cfg)
+    cfg = replace(cfg, keys=keys, problems=cfg.problems + tuple(key_problems))
     where = cfg.path or config_path()
     print(f"# {where}" + ("" if cfg.path else " (not found: defaults)"))
     for p in cfg.problems:

@@ -35,7 +35,6 @@ def register(sub) -> None:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from tui.core.export import fleet_json
     from tui.core.replay import parse_seek
     from tui.core.sources.replay import ReplaySource
     from tui.launch import apply_config, make_app, make_monitor, report_config
@@ -45,6 +44,8 @@ def run_replay(args: argparse.Namespace) -> int:
         return 2
     cfg = apply_config(args)
     report_config(cfg)
+    if args.json:
+        return _replay_json(args, cfg)
     try:
         src = ReplaySource.open(args.file, args.speed)
     except OSError as e:
@@ -58,10 +59,6 @@ def run_replay(args: argparse.Namespace) -> int:
         print(f"kvwatch replay: no scrapes in {args.file}", file=sys.stderr)
         return 1
     monitor = make_monitor(src, cfg, src.interval)
-    if args.json:
-        while not src.at_end:
-            sys.stdout.write(json.dumps(fleet_json(monitor.ingest(src.take()))) + "\n")
-        return 0
     k = 1
     if args.at:
         try:
@@ -77,3 +74,43 @@ def run_replay(args: argparse.Namespace) -> int:
     app = make_app(args, monitor, cfg, mode="replay")
     app.run()
     return app.return_code or 0
+
+
+def _replay_json(args: argparse.Namespace, cfg) -> int:
+    """`replay --json`: the recording streamed poll by poll (memory bounded by the history
+    window, not the file), one line per poll as the live --json mode prints."""
+    from itertools import chain, islice
+
+    from tui.core.export import fleet_json
+    from tui.core.record.reader import read_log
+    from tui.core.sources.replay import in_time_order, median_interval, polls
+    from tui.launch import make_monitor
+
+    said = 0
+
+    def problem(p) -> None:
+        nonlocal said
+        said += 1
+        if said <= 20:
+            print(f"kvwatch replay: {p}", file=sys.stderr)
+
+    stream = polls(in_time_order(read_log(args.file, problem)))
+    try:
+        head = list(islice(stream, 64))  # enough polls to know the recorded refresh interval
+    except OSError as e:
+        print(f"kvwatch replay: cannot read {args.file}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    if not head:
+        print(f"kvwatch replay: no scrapes in {args.file}", file=sys.stderr)
+        return 1
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    names = {s.replica for b in head for s in b}  # the replicas seen so far: the file is not read ahead
+    label = SimpleNamespace(description=f"replay {Path(args.file).name} · {len(names)} replicas")
+    monitor = make_monitor(label, cfg, median_interval([max(s.ts for s in b) for b in head]))
+    for batch in chain(head, stream):
+        sys.stdout.write(json.dumps(fleet_json(monitor.ingest(batch))) + "\n")
+    if said > 20:
+        print(f"kvwatch replay: ... and {said - 20} more problems", file=sys.stderr)
+    return 0

@@ -282,8 +282,12 @@ def load_manifests(text: str, source: str = "<input>") -> list[Mapping[str, Any]
     """Workloads in a YAML (or JSON) text with one or more documents."""
     import yaml
 
+    from .yamlsafe import YamlLimitError, safe_load_all_bounded
+
     try:
-        docs = list(yaml.safe_load_all(text))
+        docs = list(safe_load_all_bounded(text))
+    except YamlLimitError as e:
+        raise ManifestError(f"{source}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

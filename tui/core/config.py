@@ -4,9 +4,12 @@
     $XDG_CONFIG_HOME/kvwatch/config.toml         (else ~/.config/kvwatch/config.toml)
 
 Loading never raises. Every problem becomes a ConfigProblem carrying the file, the line and what
-is wrong; a syntax error drops the whole file (defaults everywhere), a bad key or value drops only
-that setting. A [contexts."PATTERN"] section with a problem is treated as read-only, so a typo
-never leaves a production context writable. Command-line flags override the file (launch.py).
+is wrong; a syntax error drops the whole file (defaults everywhere), a bad key or value (of the
+wrong type, or a number outside its range) drops only that setting. Safety fails closed: a file
+that exists but cannot be read or parsed makes the run read-only (`Config.broken`), and so does
+a problem in a [contexts."PATTERN"] section for that context, so a typo never leaves a production
+context writable; `--readwrite` is the explicit way out. Command-line flags override the file
+(launch.py).
 """
 
 from __future__ import annotations
@@ -20,8 +23,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from .config_ranges import THRESHOLD_RANGES, WINDOW_RANGE, in_range
 from .diagnosis import Thresholds
 from .history import Windows
+from .textsafe import clean
 
 ENV_PATH = "KVWATCH_CONFIG"
 
@@ -67,8 +72,9 @@ class ConfigProblem:
     message: str
 
     def __str__(self) -> str:
+        # key names and values come from the file: no escape sequence reaches the terminal
         where = f"{self.path}:{self.line}" if self.line else self.path
-        return f"{where}: {self.message}"
+        return clean(f"{where}: {self.message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +85,7 @@ class ContextProfile:
     theme: str | None = None
     readonly: bool = False
     production: bool = False
+    forced: bool = False  # read-only because the section has a problem (`--readwrite` lifts it)
 
 
 @dataclass(frozen=True)
@@ -100,6 +107,8 @@ class Config:
     contexts: tuple[ContextProfile, ...] = ()
     problems: tuple[ConfigProblem, ...] = ()
     lines: Mapping[tuple[str, ...], int] = field(default_factory=dict)  # key path -> line
+    # the file exists but could not be read or parsed: the run is read-only (fails closed)
+    broken: bool = False
 
     def profile_for(self, context: str | None) -> ContextProfile | None:
         """The profile of a kube context: an exact name first, then globs in file order."""
@@ -116,6 +125,12 @@ class Config:
     def history_len(self, interval: float) -> int:
         """Points to keep per replica so that `history_window` seconds fit at `interval`."""
         return max(10, math.ceil(self.history_window / max(interval, 0.05)))
+
+    def with_readwrite(self) -> "Config":
+        """`--readwrite`: what a problem made read-only is writable again (the user said so);
+        a profile that says `readonly = true` stays read-only."""
+        profiles = tuple(replace(p, readonly=False, forced=False) if p.forced else p for p in self.contexts)
+        return replace(self, broken=False, contexts=profiles)
 
     def problem(self, key_path: tuple[str, ...], message: str) -> ConfigProblem:
         """A problem found after loading (e.g. an unknown theme name), located in the file."""
@@ -134,10 +149,9 @@ def config_path(environ: Mapping[str, str] | None = None) -> Path:
 
 # -- reading -----------------------------------------------------------------------------------
 # Expected type per top-level key: (python types, description, extra check or None)
-_POSITIVE = (lambda v: v > 0, "must be > 0")
 _SCALARS: dict[str, tuple[tuple[type, ...], str, Any]] = {
-    "refresh_interval": ((int, float), "a number of seconds", _POSITIVE),
-    "history_window": ((int, float), "a number of seconds", _POSITIVE),
+    "refresh_interval": ((int, float), "a number of seconds", in_range(0.05, 3600)),
+    "history_window": ((int, float), "a number of seconds", in_range(10, 86400)),
     "theme": ((str,), "a theme name", None),
     "screenshot_dir": ((str,), "a directory", None),
     "audit_log": ((str,), "a file path", None),
@@ -147,7 +161,7 @@ _KUBE: dict[str, tuple[tuple[type, ...], str, Any]] = {
     "context": ((str,), "a kube context name", None),
     "namespace": ((str,), "a namespace", None),
     "selector": ((str,), "a label selector", None),
-    "port": ((int,), "a port number", (lambda v: 0 < v < 65536, "must be 1-65535")),
+    "port": ((int,), "a port number", in_range(1, 65535)),
 }
 _CONTEXT: dict[str, tuple[tuple[type, ...], str, Any]] = {
     "theme": ((str,), "a theme name", None),
@@ -195,7 +209,7 @@ class _Reader:
                 self.bad(prefix + (k,), f"expected {what}, got {_show(v)}")
                 continue
             if check is not None and not check[0](v):
-                self.bad(prefix + (k,), f"{check[1]}, got {_show(v)}")
+                self.bad(prefix + (k,), f"{check[1]}, got {_show(v)}; not used")
                 continue
             out[k] = float(v) if float in types else v
         return out
@@ -206,6 +220,9 @@ class _Reader:
                 self.bad(prefix + (k,), f"unknown key (known: {', '.join(sorted(known))})")
 
 
+BROKEN = "using defaults, and read-only until the file is fixed (or --readwrite)"
+
+
 def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:
     """Read and validate the config file; a missing file is not a problem (all defaults)."""
     p = Path(path).expanduser() if path is not None else config_path(environ)
@@ -214,19 +231,21 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
     except FileNotFoundError:
         return Config()
     except OSError as e:
-        return Config(path=p, problems=(ConfigProblem(str(p), None, f"cannot read: {e.strerror or e}"),))
+        return Config(path=p, broken=True,
+                      problems=(ConfigProblem(str(p), None, f"cannot read: {e.strerror or e}; {BROKEN}"),))
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
-        return Config(path=p, problems=(ConfigProblem(str(p), line, "not UTF-8 text; using defaults"),))
+        return Config(path=p, broken=True, problems=(ConfigProblem(str(p), line, f"not UTF-8 text; {BROKEN}"),))
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         line = int(m.group(1)) if m else (text.count("\n") + 1 if "end of document" in str(e) else None)
         msg = re.sub(r"\s*\((?:at line \d+, column \d+|at end of document)\)", "", str(e))
         col = f" (column {m.group(2)})" if m else ""
-        return Config(path=p, problems=(ConfigProblem(str(p), line, f"TOML syntax: {msg}{col}; using defaults"),))
+        return Config(path=p, broken=True,
+                      problems=(ConfigProblem(str(p), line, f"TOML syntax: {msg}{col}; {BROKEN}"),))
     return parse_config(data, p, text)
 
 
@@ -260,6 +279,11 @@ def parse_config(data: Mapping[str, Any], path: Path, text: str = "") -> Config:
             what = "a list of strings" if isinstance(cur, tuple) else f"a number like {cur!r}"
             r.bad(("thresholds", k), f"expected {what}, got {_show(v)}")
             continue
+        lo, hi = THRESHOLD_RANGES.get(k, (0, 1e9))
+        if not isinstance(cur, tuple) and not lo <= v <= hi:
+            r.bad(("thresholds", k), f"must be in the range {lo:g} to {hi:g}, got {_show(v)}; "
+                                     f"using the default {cur!r}")
+            continue
         try:
             th = th.with_overrides(**{k: v})
         except ValueError as e:
@@ -269,7 +293,7 @@ def parse_config(data: Mapping[str, Any], path: Path, text: str = "") -> Config:
         th = replace(th, kv_high=Thresholds().kv_high, kv_clear=Thresholds().kv_clear)
     kw["thresholds"] = th
 
-    win_spec = {f.name: ((int, float), "a number of seconds", _POSITIVE) for f in fields(Windows)}
+    win_spec = {f.name: ((int, float), "a number of seconds", in_range(*WINDOW_RANGE)) for f in fields(Windows)}
     win = table("windows")
     r.unknown(win, win_spec, ("windows",))
     kw["windows"] = Windows(**r.scalars(win, win_spec, ("windows",)))
@@ -292,8 +316,8 @@ def parse_config(data: Mapping[str, Any], path: Path, text: str = "") -> Config:
         r.unknown(sect, _CONTEXT, pre)
         vals = r.scalars(sect, _CONTEXT, pre)
         if len(r.problems) > before:
-            vals["readonly"] = True
-            r.bad(pre, "treated as read-only until the problems above are fixed")
+            vals["readonly"] = vals["forced"] = True
+            r.bad(pre, "treated as read-only until the problems above are fixed (or --readwrite)")
         profiles.append(ContextProfile(pattern=pattern, **vals))
     kw["contexts"] = tuple(profiles)
     return Config(path=path, problems=tuple(r.problems), lines=r.lines, **kw)
@@ -354,6 +378,7 @@ def _toml_value(v: Any) -> str:
     if isinstance(v, (tuple, list)):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     s = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    s = re.sub(r"[\x00-\x1f\x7f-\x9f]", lambda m: f"\\u{ord(m.group()):04x}", s)
     return f'"{s}"'
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from .model import FleetState, ReplicaView
+from .textsafe import redact
 
 
 def _num(v):
@@ -31,9 +32,10 @@ def replica_json(r: ReplicaView) -> dict:
         "gpu_util_pct": _num(m.gpu_util_pct),
         "ttft_p95_s": _num(m.ttft_p95_s),
         "state": r.state,
-        "error": r.error,
+        "error": redact(r.error) if r.error else None,
         "group": r.group,
         "missing": list(r.finding.missing),
+        "invalid": dict(r.invalid),  # signals whose last value was NaN/Inf: {signal: reason}
     }
 
 

@@ -327,6 +327,8 @@ class ReplicaView:
     model_name: str | None = None
     last_ok_ts: float | None = None
     cache_config: Mapping[str, str] = field(default_factory=dict)
+    # signals of the last scrape that held a non-finite value: {signal: reason} (tui.core.finite)
+    invalid: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:

@@ -7,12 +7,14 @@ the screen shows and what a script sees cannot disagree.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
+from .finite import finite_scrape
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
-from .model import FleetState, ReplicaMetrics, ReplicaView, Scrape
+from .model import DOWN, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
+from .retry import StartRetry
 from .sources.base import Source
 from .verdicts import SEVERITY
 
@@ -46,20 +48,40 @@ class Monitor:
         self.history_len = history_len
         self.histories: dict[str, ReplicaHistory] = {}
         self._latest: dict[str, Scrape] = {}  # last scrape of any kind, for pod/group/error
+        self._invalid: dict[str, dict[str, str]] = {}  # non-finite signals of the last scrape
+        self._broken: dict[str, str] = {}  # replicas whose last scrape could not be taken in
         self.on_scrapes = on_scrapes  # e.g. the recorder
         self.state = FleetState(ts=time.time(), source=getattr(source, "description", ""), replicas=())
+        self.started = False  # the source started; until then each refresh retries, with backoff
+        self.ok_refreshes = 0  # refreshes whose poll succeeded (the --json exit code reads it)
+        self._retry = StartRetry()
+        self._backfill_s: float | None = None
 
     async def start(self, backfill_s: float | None = None) -> None:
-        """Start the source; sources with history (Prometheus) back-fill the sparklines first."""
+        """Start the source; sources with history (Prometheus) back-fill the sparklines first.
+
+        A failure here (Prometheus down, a redirect, an HTTP 500) raises for the caller to show,
+        and is not final: each later `refresh` retries the start, with backoff."""
         assert self.source is not None
-        await self.source.start()
+        self._backfill_s = backfill_s
+        try:
+            await self.source.start()
+        except Exception as e:
+            self._retry.failed(time.monotonic(), e)
+            raise
+        self.started = True
+        self._retry.reset()
         backfill = getattr(self.source, "backfill", None)
         if backfill is not None and backfill_s:
             self.ingest(await backfill(window_s=backfill_s))
 
     async def refresh(self) -> FleetState:
         assert self.source is not None
+        if not self.started:
+            self._retry.check(time.monotonic())  # raises the last error until the next try is due
+            await self.start(self._backfill_s)
         scrapes = await self.source.poll()
+        self.ok_refreshes += 1
         take_removed = getattr(self.source, "take_removed", None)  # cluster sources: deleted pods
         if take_removed is not None:
             self.forget(take_removed())
@@ -85,22 +107,47 @@ class Monitor:
         for n in list(names):
             self.histories.pop(n, None)
             self._latest.pop(n, None)
+            self._invalid.pop(n, None)
+            self._broken.pop(n, None)
 
     def ingest(self, scrapes: list[Scrape], now: float | None = None) -> FleetState:
         if self.on_scrapes is not None and scrapes:
             self.on_scrapes(scrapes)
         for s in scrapes:
+            s, invalid = finite_scrape(s)
             h = self.histories.get(s.replica)
             if h is None:
                 h = self.histories[s.replica] = ReplicaHistory(s.replica, self.history_len, self.windows)
-            h.add(s)
+            # One replica's odd page must never take the others down: a failure here is that
+            # replica's error, reported on its row.
+            try:
+                h.add(s)
+            except Exception as e:  # noqa: BLE001
+                self._broken[s.replica] = f"cannot use this scrape ({type(e).__name__}: {e})"
+            else:
+                self._broken.pop(s.replica, None)
             self._latest[s.replica] = s
+            self._invalid[s.replica] = invalid
         if now is None:
             now = max((s.ts for s in scrapes), default=self.state.ts)
-        views = [self._view(name, h, now) for name, h in self.histories.items()]
+        views = [self._safe_view(name, h, now) for name, h in self.histories.items()]
         views.sort(key=lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name))
         self.state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views))
         return self.state
+
+    def _safe_view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:
+        """The replica's view; a failure in its diagnosis is its own `unknown` with the reason."""
+        try:
+            view = self._view(name, h, now)
+        except Exception as e:  # noqa: BLE001 - isolate per replica
+            why = f"diagnosis failed ({type(e).__name__}: {e})"
+            last = self._latest.get(name)
+            return ReplicaView(name=name, state=DOWN if h.last_ok is None else h.state(now),
+                               finding=Finding("unknown", since=now, summary=why), metrics=ReplicaMetrics(),
+                               series={}, error=why, group=last.group if last else None,
+                               pod=last.pod if last else None, invalid=self._invalid.get(name, {}))
+        broken = self._broken.get(name)
+        return replace(view, error=broken) if broken and not view.error else view
 
     def _view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:
         state = h.state(now)
@@ -125,4 +172,5 @@ class Monitor:
             model_name=sample.model_name if sample else None,
             last_ok_ts=ok.ts if ok else None,
             cache_config=dict(sample.cache_config) if sample else {},
+            invalid=dict(self._invalid.get(name, {})),
         )

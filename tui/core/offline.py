@@ -16,7 +16,7 @@ from .history import Windows
 from .model import Evidence, Scrape
 from .monitor import Monitor
 from .record.reader import LogProblem, read_log
-from .sources.replay import polls
+from .sources.replay import in_time_order, polls
 
 
 @dataclass
@@ -67,8 +67,11 @@ class OfflineResult:
 
 def replay(scrapes: Iterable[Scrape], thresholds: Thresholds | None = None, windows: Windows | None = None,
            keep_points: bool = False, history_len: int = 600) -> OfflineResult:
-    """Verdict timelines of every replica in `scrapes` (any order; sorted by time, stable)."""
-    ordered = sorted(scrapes, key=lambda s: s.ts)
+    """Verdict timelines of every replica in `scrapes`, taken in time order (stable) through a
+    bounded reorder buffer: `scrapes` may be a stream as long as the file, memory stays bounded
+    by the history window."""
+    # a list is already in memory: sort it whole (any order); a stream goes through the buffer
+    ordered = sorted(scrapes, key=lambda s: s.ts) if isinstance(scrapes, (list, tuple)) else in_time_order(scrapes)
     mon = Monitor(thresholds=thresholds, windows=windows, history_len=history_len)
     out: dict[str, ReplicaTimeline] = {}
     n = 0
@@ -100,7 +103,6 @@ def diagnose_file(path: str, thresholds: Thresholds | None = None, windows: Wind
                   keep_points: bool = False) -> OfflineResult:
     """Read a scrape log (plain or gzip) and replay it. OSError when the file cannot be opened."""
     problems: list[LogProblem] = []
-    scrapes = list(read_log(path, problems.append))
-    result = replay(scrapes, thresholds, windows, keep_points)
+    result = replay(read_log(path, problems.append), thresholds, windows, keep_points)
     result.problems = problems
     return result

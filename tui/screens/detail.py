@@ -18,6 +18,7 @@ from widgets.verdict import colour_var, label
 from .triage import open_diagnosis
 
 PLOT_POINTS = 300
+LABEL_MAX = 60  # label values (model names, ...) are cut here; long ones would fill 80x24
 
 # (plot id, title, [(series attr, legend)], fixed y range or None)
 PLOTS = (
@@ -30,7 +31,9 @@ PLOTS = (
 )
 
 
-def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool = False) -> Text:
+def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool = False,
+                  full: bool = False) -> Text:
+    """The evidence block; `full` shows label values (the model name) uncut."""
     m = v.metrics
     t = Text()
     t.append(label(v.verdict, ascii=ascii), style=f"bold {pal.get(colour_var(v.verdict), '')}")
@@ -41,7 +44,7 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
     t.append(f"  [{v.state}]" if v.state != "ok" else "")
     if v.model_name:
         t.append("  model ")
-        t.append(clean(v.model_name))
+        t.append(clean(v.model_name, None if full else LABEL_MAX))  # `m`: uncut
     t.append(f"  metrics {v.generation}")
     t.append("\n")
     if v.error:
@@ -51,6 +54,8 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
     for e in v.finding.evidence:
         mark = ("✔ " if not ascii else "+ ") if e.crossed else ("· " if not ascii else "- ")
         t.append(mark + clean(e.text) + "\n", style="bold" if e.crossed else "dim")
+    for sig, why in sorted(v.invalid.items()):
+        t.append(f"invalid {clean(sig, LABEL_MAX)}: {clean(why, LABEL_MAX * 2)}\n", style="bold")
     if v.finding.missing:
         t.append("missing: " + ", ".join(v.finding.missing) + "\n", style="dim italic")
     t.append(
@@ -64,7 +69,7 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
     if len(v.engines) > 1:
         t.append("\nengines: ")
         for eng, vals in sorted(v.engines.items()):
-            t.append(f"[{eng}] kv {pct(vals.get('kv_usage'), 100)} run {num(vals.get('running'))} "
+            t.append(f"[{clean(eng, 16)}] kv {pct(vals.get('kv_usage'), 100)} run {num(vals.get('running'))} "
                      f"wait {num(vals.get('waiting'))}  ")
     return t
 
@@ -80,6 +85,7 @@ class DetailScreen(Screen):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.replica = name
+        self.full_labels = False
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -90,6 +96,10 @@ class DetailScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.show_state(self.app.monitor.state)
+
+    def action_full_labels(self) -> None:
+        self.full_labels = not self.full_labels
         self.show_state(self.app.monitor.state)
 
     def action_triage(self) -> None:
@@ -103,7 +113,7 @@ class DetailScreen(Screen):
         if view is None:
             self.query_one("#evidence", Static).update(Text(f"{clean(self.replica)}: gone from the fleet"))
             return
-        ev = evidence_text(view, state.ts, self.app.palette(), self.app.ascii)
+        ev = evidence_text(view, state.ts, self.app.palette(), self.app.ascii, self.full_labels)
         self.query_one("#evidence", Static).update(asciify(ev) if self.app.ascii else ev)
         snap = self.app.monitor.replica_snapshot(self.replica)
         if snap is None:

@@ -111,6 +111,11 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         self.query_one(FleetTable).show(self.visible(state))
         self._update_strip()
 
+    def show_source_error(self, error: str) -> None:
+        """The source failed (at start, or a whole poll): say why where the rows would be."""
+        if self.state is None or not self.state.replicas:
+            self.query_one(SelectedStrip).update(Text(clean(error, 300) + "  (retrying)", style="bold"))
+
     def on_pause_changed(self, paused: bool) -> None:
         header = self.query_one(FleetHeader)
         header.mode, header.status = self.app.header_mode()

@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ..textsafe import redact
+
 
 def default_path() -> Path:
     base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
@@ -52,7 +54,7 @@ class AuditLog:
             "patch": patch,
             "result": {"ok": ok, "message": message, "status": status},
         }
-        line = json.dumps(entry, separators=(",", ":"), default=str) + "\n"
+        line = redact(json.dumps(entry, separators=(",", ":"), default=str)) + "\n"  # e.g. an API error quoting headers
         with self._lock:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -146,7 +146,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         preempting = False
     else:
         # vLLM counts whole preemptions; a counter derived elsewhere may carry float noise
-        enough = recent is not None and round(recent) >= t.preempt_min_count
+        enough = recent is not None and math.isfinite(recent) and round(recent) >= t.preempt_min_count
         preempting = rate > t.preempt_rate and enough
         n = f"{recent:.0f} in the last {t.recent_points} intervals" if recent is not None else ""
         if preempting:
@@ -207,8 +207,9 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         elif p.running_n >= t.pinned_points and p.running_lo is not None:
             spread = p.running_hi - p.running_lo
             # a cap holds `running` exactly; allow a request finishing between scheduler steps
-            tol = math.floor(t.pinned_tolerance * p.running_hi)
-            at_cap = spread <= tol
+            span = t.pinned_tolerance * p.running_hi
+            tol = math.floor(span) if math.isfinite(span) else 0  # non-finite: never "pinned"
+            at_cap = math.isfinite(spread) and spread <= tol
             c.add("pinned", Evidence(
                 "running_spread", spread, tol, "<=", at_cap,
                 f"running {_fmt(p.running_lo)}..{_fmt(p.running_hi)} over {p.running_n} scrapes"

@@ -20,7 +20,13 @@ from ..metrics.parser import not_metrics_reason
 from ..model import GpuDevice, GpuSample, PodInfo, Scrape
 
 _CHUNK = 1 << 16
-_MAX_LINE = 64 * 1024 * 1024  # a line longer than this is garbage, not a page
+# A line longer than this is garbage, not a page: a scrape is capped at 4 MiB and its JSON
+# escaping adds little. Bounds what one line can cost in memory.
+_MAX_LINE = 8 * 1024 * 1024
+# A file with no valid record in its first this many (decoded) bytes is not a recording
+# (`--input /dev/zero`, a binary): give up instead of reading it to the end.
+GIVE_UP_BYTES = 16 * 1024 * 1024
+_MAX_PROBLEMS = 50  # malformed lines reported one by one; the rest are counted
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +44,35 @@ class LogFormatError(ValueError):
     """A line that is JSON but not a scrape record."""
 
 
-def _chunks(path: str, problem: Callable[[int, str], None]) -> Iterator[bytes]:
+class _ReadState:
+    """Shared by the layers of one read: where a gzip stream is corrupt (for the messages) and
+    whether a valid record was seen yet (for giving up on a file that is not a recording)."""
+
+    __slots__ = ("damage_at", "unended_at", "found", "gave_up")
+
+    def __init__(self) -> None:
+        self.damage_at: int | None = None
+        self.unended_at: int | None = None  # a gzip stream that stops without its end, at this size
+        self.found = False
+        self.gave_up = False
+
+
+def _salvage(d, buf: bytes) -> tuple[bytes, int]:
+    """What `buf` decodes to before the corrupt byte (fed one byte at a time to a copy of the
+    decompressor, so nothing decoded before the damage is lost), and how many bytes of `buf`
+    were accepted."""
+    out = []
+    for i in range(len(buf)):
+        try:
+            out.append(d.decompress(buf[i:i + 1]))
+        except zlib.error:
+            return b"".join(out), i
+        if d.eof:
+            break
+    return b"".join(out), len(buf)
+
+
+def _chunks(path: str, problem: Callable[[int, str], None], state: _ReadState) -> Iterator[bytes]:
     with open(path, "rb") as f:
         head = f.read(2)
         f.seek(0)
@@ -47,48 +81,87 @@ def _chunks(path: str, problem: Callable[[int, str], None]) -> Iterator[bytes]:
                 yield buf
             return
         d = zlib.decompressobj(31)
+        offset = 0  # compressed bytes before `buf`
+        member_at = 0  # where the current gzip member starts
         while buf := f.read(_CHUNK):
             while buf:
+                saved = d.copy()
                 try:
-                    out = d.decompress(buf)
+                    out = d.decompress(buf, _CHUNK * 16)  # bounded: a gzip bomb is read piecewise
                 except zlib.error as e:
-                    problem(0, f"corrupt gzip data ({e}); read up to here")
+                    good, at = _salvage(saved, buf)
+                    if good:
+                        yield good
+                    state.damage_at = offset + at
+                    problem(0, f"corrupt gzip data at compressed byte offset {offset + at} ({e}): every "
+                               "record before the damage was read, the rest of the file cannot be")
                     return
                 if out:
                     yield out
                 if d.eof:  # end of one gzip member; appended recordings start another
+                    offset += len(buf) - len(d.unused_data)
                     buf = d.unused_data
                     d = zlib.decompressobj(31)
+                    member_at = offset
+                elif d.unconsumed_tail:  # output limit reached: the rest of `buf` next round
+                    offset += len(buf) - len(d.unconsumed_tail)
+                    buf = d.unconsumed_tail
                 else:
+                    offset += len(buf)
                     buf = b""
         tail = d.flush()  # a stream cut short (killed writer): what was sync-flushed is here
+        if not d.eof and offset > member_at:  # bytes of a member that never ended
+            state.unended_at = offset
         if tail:
             yield tail
 
 
-def iter_lines(path: str, problem: Callable[[int, str], None]) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes, ended with a newline) for each line of a plain or gzip file."""
-    buf = b""
+def iter_lines(path: str, problem: Callable[[int, str], None],
+               state: _ReadState | None = None) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes, ended with a newline) for each line of a plain or gzip file.
+
+    Memory is bounded by `_MAX_LINE`: a longer line is reported and skipped to its newline. With
+    no valid record (`state.found`) in the first `GIVE_UP_BYTES`, the file is given up."""
+    state = state if state is not None else _ReadState()
+    buf = bytearray()
     lineno = 0
+    decoded = 0
     skipping = False  # inside a line too long to be a page: drop it up to its newline
-    for chunk in _chunks(path, problem):
-        if skipping:
-            nl = chunk.find(b"\n")
+    for chunk in _chunks(path, problem, state):
+        decoded += len(chunk)
+        if decoded > GIVE_UP_BYTES and not state.found:
+            state.gave_up = True
+            problem(0, f"no valid scrape record in the first {GIVE_UP_BYTES >> 20} MiB: not a kvwatch "
+                       "recording (what --record writes); gave up")
+            return
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
             if nl < 0:
-                continue
-            chunk, skipping = chunk[nl + 1:], False
-        buf += chunk
-        if b"\n" in chunk:
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
+                break
+            if not skipping:
+                buf += chunk[start:nl]
                 lineno += 1
-                yield lineno, line, True
-        if len(buf) > _MAX_LINE:
-            lineno += 1
-            problem(lineno, f"line longer than {_MAX_LINE} bytes, skipped")
-            buf, skipping = b"", True
-    if buf:
-        yield lineno + 1, buf, False
+                yield lineno, bytes(buf), True
+            else:
+                lineno += 1
+                skipping = False
+            buf.clear()
+            start = nl + 1
+        if not skipping:
+            buf += chunk[start:]
+            if len(buf) > _MAX_LINE:
+                problem(lineno + 1, f"line longer than {_MAX_LINE} bytes, skipped")
+                buf.clear()
+                skipping = True
+    if buf and not skipping:
+        if state.damage_at is not None:  # the damage cut this line, not a killed writer
+            problem(lineno + 1, f"record cut by the corrupt data at compressed byte offset {state.damage_at}, skipped")
+        else:
+            yield lineno + 1, bytes(buf), False
+    if state.unended_at is not None:
+        problem(0, f"the gzip stream stops without its end at compressed byte {state.unended_at} "
+                   "(recording cut mid-write, or damaged)")
 
 
 # -- records -----------------------------------------------------------------------------------
@@ -204,18 +277,28 @@ def read_log(path: str, on_problem: Callable[[LogProblem], None] | None = None,
     """Scrapes in file order. Problems (malformed lines, a cut last line, ignored fields) go to
     `on_problem`; OSError from opening the file propagates (the caller reports it)."""
 
+    said = 0  # line problems reported; past _MAX_PROBLEMS they are only counted
+    more = 0
+
     def problem(line: int, msg: str) -> None:
+        nonlocal said, more
+        if line and said >= _MAX_PROBLEMS:
+            more += 1
+            return
+        said += bool(line)
         if on_problem is not None:
             on_problem(LogProblem(path, line, msg))
 
-    for lineno, raw, complete in iter_lines(path, problem):
+    state = _ReadState()
+    for lineno, raw, complete in iter_lines(path, problem, state):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
-            if not complete:
-                problem(lineno, "incomplete last line (recording cut mid-write), skipped")
+            if not complete:  # a gzip stream without its end says so on its own
+                why = "" if state.unended_at is not None else " (recording cut mid-write)"
+                problem(lineno, f"incomplete last line{why}, skipped")
             else:
                 problem(lineno, f"malformed JSON ({_short(e)}), skipped")
             continue
@@ -227,7 +310,10 @@ def read_log(path: str, on_problem: Callable[[LogProblem], None] | None = None,
             continue
         for n in notes:
             problem(lineno, n)
+        state.found = True
         yield scrape
+    if more and on_problem is not None:
+        on_problem(LogProblem(path, 0, f"... and {more} more problem lines"))
 
 
 def load_log(path: str, keep_raw: bool = False) -> tuple[list[Scrape], list[LogProblem]]:

@@ -25,6 +25,7 @@ import os
 from typing import IO, Iterable
 
 from ..model import GpuDevice, GpuSample, PodInfo, Scrape
+from ..textsafe import redact
 from .render import render_sample
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
@@ -92,7 +93,7 @@ def scrape_record(s: Scrape) -> dict:
     if s.ok:
         rec["metrics"] = s.raw if s.raw is not None else render_sample(s.sample)
     else:
-        rec["error"] = s.error or "scrape failed"
+        rec["error"] = redact(s.error or "scrape failed")
     if s.gpu is not None and s.gpu.devices:
         rec["gpu"] = gpu_record(s.gpu)
     if s.pod is not None:

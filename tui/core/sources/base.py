@@ -5,10 +5,15 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from ..model import Scrape
+from ..textsafe import redact
 
 
 class SourceError(Exception):
-    """The whole source is unusable (bad URL, auth refused, server gone); str(e) is for the user."""
+    """The whole source is unusable (bad URL, auth refused, server gone); str(e) is for the user,
+    with credentials already redacted (whatever library text it quotes)."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact(a) if isinstance(a, str) else a for a in args))
 
 
 @runtime_checkable

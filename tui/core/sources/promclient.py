@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from .base import SourceError
-from ..textsafe import clean
+from ..textsafe import clean, redact, remember_secret
 
 __all__ = ["BearerToken", "PromClient", "Series", "SourceError", "describe_connect_error", "normalise_url", "series_from_data"]
 
@@ -79,18 +79,21 @@ class BearerToken:
 
     def value(self) -> str:
         if self.env:
-            v = os.environ.get(self.env, "").strip()
-            if not v:
+            v = os.environ.get(self.env, "")
+            if not v.strip():
                 raise SourceError(f"environment variable {clean(self.env)} (--prom-token-env) is not set or empty")
-            return v
+            return checked_token(v, f"environment variable {clean(self.env)} (--prom-token-env)")
         assert self.file
         try:
             mtime = os.stat(self.file).st_mtime
             if self._value is None or mtime != self._mtime:
                 with open(self.file, encoding="utf-8") as f:
-                    v = f.read().strip()
-                if not v:
+                    v = f.read()
+                if not v.strip():
                     raise SourceError(f"token file {clean(self.file)} (--prom-token-file) is empty")
+                # a rotated file with a bad token is refused each time, not cached as good
+                self._value, self._mtime = None, None
+                v = checked_token(v, f"token file {clean(self.file)} (--prom-token-file)")
                 self._value, self._mtime = v, mtime
         except OSError as e:
             raise SourceError(
@@ -99,6 +102,21 @@ class BearerToken:
         except UnicodeDecodeError:
             raise SourceError(f"token file {clean(self.file)} (--prom-token-file) is not text") from None
         return self._value
+
+
+def checked_token(raw: str, origin: str) -> str:
+    """The token as an HTTP header may carry it: one trailing newline (as `echo` writes) and
+    surrounding spaces dropped; any other control character is refused with a message that
+    names where the token came from, never its value."""
+    remember_secret(raw)  # whatever happens next, its value is masked in every message
+    v = raw[:-2] if raw.endswith("\r\n") else raw[:-1] if raw.endswith("\n") else raw
+    v = v.strip(" ")
+    bad = next((i for i, c in enumerate(v) if ord(c) < 32 or 127 <= ord(c) < 160), None)
+    if bad is not None:
+        what = "a line break" if v[bad] in "\r\n" else f"control character 0x{ord(v[bad]):02x}"
+        raise SourceError(f"the bearer token in {origin} holds {what} at character {bad + 1}: "
+                          "a token is one line (refused; fix the token)")
+    return v
 
 
 class Series(NamedTuple):
@@ -188,7 +206,7 @@ class PromClient:
                 "(overloaded, or a firewall dropping packets?)"
             ) from None
         except httpx.HTTPError as e:
-            raise SourceError(describe_connect_error(self.display, e)) from None
+            raise SourceError(redact(describe_connect_error(self.display, e))) from None
         finally:
             self.last_duration_s = time.perf_counter() - t0
         return self._decode(resp)

@@ -14,10 +14,11 @@ stopped for an hour) are skipped instead of waited out.
 from __future__ import annotations
 
 import bisect
+import heapq
 import statistics
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ..model import Scrape
 from ..record.reader import LogProblem, read_log
@@ -45,8 +46,7 @@ class ReplaySource:
         self._clock = clock
         self.pos = 0  # polls handed out so far
         self.playing = True
-        steps = [b - a for a, b in zip(self.times, self.times[1:]) if b > a]
-        self.interval = statistics.median(steps) if steps else 1.0  # typical recorded refresh
+        self.interval = median_interval(self.times)  # typical recorded refresh
         self.max_gap = max(30.0, 10 * self.interval)  # silences longer than this are skipped
         self._rec_anchor = self.times[0] if self.times else 0.0
         self._wall_anchor = clock()
@@ -174,6 +174,29 @@ class ReplaySource:
         if key == self._checkpoint_key:
             best = max((i for i in self._checkpoints if i <= k), default=0)
         return (best, self._checkpoints[best]) if best else (0, None)
+
+
+def median_interval(times: list[float]) -> float:
+    """The typical step between consecutive poll times (1 s when there is none)."""
+    steps = [b - a for a, b in zip(times, times[1:]) if b > a]
+    return statistics.median(steps) if steps else 1.0
+
+
+REORDER_WINDOW = 4096  # scrapes held back to put a recording's local disorder in time order
+
+
+def in_time_order(scrapes: Iterable[Scrape], window: int = REORDER_WINDOW) -> Iterator[Scrape]:
+    """`scrapes` by time (stable), holding at most `window` of them: a recording is written in
+    time order but for local disorder (a slow replica's scrape lands late), so a bounded
+    reorder buffer gives what sorting the whole file gives, in memory that does not grow with
+    the file. A scrape later than the window allows comes out where it is, late."""
+    heap: list[tuple[float, int, Scrape]] = []
+    for i, s in enumerate(scrapes):
+        heapq.heappush(heap, (s.ts, i, s))
+        if len(heap) > window:
+            yield heapq.heappop(heap)[2]
+    while heap:
+        yield heapq.heappop(heap)[2]
 
 
 def polls(scrapes: Iterable[Scrape]) -> Iterable[list[Scrape]]:

@@ -1,0 +1,80 @@
+"""Non-finite values (NaN, +Inf, -Inf) out of a scrape before it reaches the history.
+
+A page may legally say `vllm:num_requests_running +Inf`; no arithmetic downstream (rates,
+`round`, `floor`, sums over engines) is meant for it. Such a value makes only its own signal
+invalid: it is dropped from the sample (so it reads as "not exposed") and the reason is kept
+for the screens and `--json`, while the replica's other signals and the fleet go on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Mapping
+
+from .model import EngineSample, Histogram, Sample, Scrape
+
+
+def _bad(v: object) -> bool:
+    return isinstance(v, float) and not math.isfinite(v)
+
+
+def _what(v: float) -> str:
+    return "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
+
+
+def _hist_ok(h: Histogram) -> bool:
+    # The last bound is +Inf by definition; counts and sums must be finite.
+    return not (_bad(h.sum) or _bad(h.count) or any(_bad(c) for c in h.counts))
+
+
+def finite_scrape(scrape: Scrape) -> tuple[Scrape, dict[str, str]]:
+    """`scrape` without its non-finite values, and {signal: reason} for each one dropped."""
+    invalid: dict[str, str] = {}
+    sample = scrape.sample
+    if sample is not None:
+        sample = _finite_sample(sample, invalid)
+    derived: Mapping[str, float] = scrape.derived
+    if any(_bad(v) for v in derived.values()):
+        derived = {}
+        for k, v in scrape.derived.items():
+            if _bad(v):
+                invalid[k] = f"{k} is {_what(v)}, ignored"
+            else:
+                derived[k] = v  # type: ignore[index]
+    if not invalid:
+        return scrape, invalid
+    return replace(scrape, sample=sample, derived=derived), invalid
+
+
+def _finite_sample(sample: Sample, invalid: dict[str, str]) -> Sample:
+    changed = False
+    engines: dict[str, EngineSample] = {}
+    for name, es in sample.engines.items():
+        values, hists = es.values, es.hists
+        if any(_bad(v) for v in values.values()):
+            values = {}
+            for k, v in es.values.items():
+                if _bad(v):
+                    where = f" (engine {name})" if name else ""
+                    invalid.setdefault(k, f"{k} is {_what(v)}{where}, ignored")
+                else:
+                    values[k] = v  # type: ignore[index]
+        if not all(_hist_ok(h) for h in hists.values()):
+            hists = {k: h for k, h in es.hists.items() if _hist_ok(h)}
+            for k in es.hists.keys() - hists.keys():
+                invalid.setdefault(k, f"{k} histogram has a non-finite count or sum, ignored")
+        if values is not es.values or hists is not es.hists:
+            changed = True
+            es = EngineSample(values, hists)
+        engines[name] = es
+    cpu = sample.process_cpu_seconds
+    if cpu is not None and _bad(cpu):
+        invalid["process_cpu_seconds"] = f"process_cpu_seconds is {_what(cpu)}, ignored"
+        cpu, changed = None, True
+    extra = sample.extra
+    if any(_bad(v) for v in extra.values()):
+        extra, changed = {k: v for k, v in extra.items() if not _bad(v)}, True
+    if not changed:
+        return sample
+    return replace(sample, engines=engines, process_cpu_seconds=cpu, extra=extra)

@@ -52,6 +52,9 @@ class Engine:
     arg_specs: Mapping[str, ArgSpec] = field(default_factory=dict)
     kv_cache_dtypes: tuple[str, ...] = ("auto",)  # the engine's accepted --kv-cache-dtype values
     dtype_bytes: Mapping[str, float] = field(default_factory=dict)  # dtype -> bytes per element
+    # What the engine calls a canonical signal, where its word differs ("preemptions" ->
+    # "retractions"): evidence says which engine's signal a verdict rests on.
+    signal_labels: Mapping[str, str] = field(default_factory=dict)
 
     # -- recognising --------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from . import engines
 from .model import FleetState, ReplicaView
 
 
@@ -33,6 +34,7 @@ def replica_json(r: ReplicaView) -> dict:
         "state": r.state,
         "error": r.error,
         "group": r.group,
+        "engine": engines.display(r.engine, r.generation),  # "vLLM V1", "vLLM V0", "SGLang"
         "missing": list(r.finding.missing),
     }
 

@@ -333,7 +333,7 @@ class ReplicaView:
     pod: PodInfo | None = None
     engines: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # per-engine values
     generation: str = "unknown"
-    engine: str = "vllm"  # engines registry name of the replica's last page
+    engine: str = ""  # engines registry name of the replica's last page ("" before one was read)
     model_name: str | None = None
     last_ok_ts: float | None = None
     cache_config: Mapping[str, str] = field(default_factory=dict)

@@ -40,7 +40,9 @@ _GENERATIONS = {"v1": "V1", "v0": "V0"}
 
 def display(engine: str, generation: str = "unknown") -> str:
     """What the ENGINE column says: "vLLM V1", "vLLM V0", "SGLang" ("vLLM" when the
-    generation is not known yet)."""
+    generation is not known yet; "" before the replica's first page)."""
+    if not engine:
+        return ""
     try:
         label = get(engine).label
     except KeyError:

@@ -180,7 +180,8 @@ SPECS: dict[str, ArgSpec] = {
         ArgSpec("max-prefill-tokens", "int", 16384, 16384, "token budget of one prefill batch"),
         ArgSpec("page-size", "int", 1, 1, "tokens per KV page"),
         ArgSpec("kv-cache-dtype", "choice", "auto", "auto", "auto = the model dtype", choices=KV_CACHE_DTYPES),
-        ArgSpec("disable-radix-cache", "bool", False, False, "prefix (radix) cache off"),
+        # store_true with no --no- form: shown, not edited (kvwatch could not write it back off)
+        ArgSpec("disable-radix-cache", "bool", False, False, "prefix (radix) cache off", False),
         ArgSpec("tp-size", "int", 1, 1, "GPUs per data-parallel rank", False, aliases=("tp", "tensor-parallel-size")),
         ArgSpec("dp-size", "int", 1, 1, "data-parallel ranks in the pod", False, aliases=("dp", "data-parallel-size")),
     )
@@ -195,19 +196,13 @@ EDITABLE = (
     "max-prefill-tokens",
     "page-size",
     "kv-cache-dtype",
-    "disable-radix-cache",
 )
-KV_ARGS = EDITABLE + ("tp-size", "dp-size", "model-path")
+KV_ARGS = EDITABLE + ("disable-radix-cache", "tp-size", "dp-size", "model-path")
 BOOLEAN_FLAGS = frozenset({
     "trust-remote-code", "enable-metrics", "disable-radix-cache", "disable-cuda-graph", "enable-dp-attention",
     "enable-torch-compile", "skip-tokenizer-init", "log-requests", "enable-mixed-chunk", "disable-overlap-schedule",
     "enable-p2p-check", "is-embedding", "enable-cache-report",
 })
-# Alternative spellings argparse accepts -> the canonical flag.
-ALIASES = {
-    "model": "model-path", "tp": "tp-size", "tensor-parallel-size": "tp-size",
-    "dp": "dp-size", "data-parallel-size": "dp-size",
-}
 MODULES = ("sglang.launch_server",)
 STRONG_FLAGS = frozenset({"model-path", "mem-fraction-static", "max-running-requests", "chunked-prefill-size",
                           "schedule-conservativeness", "max-total-tokens"})
@@ -224,6 +219,9 @@ ENGINE = Engine(
     images=("lmsysorg/sglang",),
     strong_flags=STRONG_FLAGS,
     arg_specs=SPECS,
+    editable=EDITABLE,
+    kv_args=KV_ARGS,
+    boolean_flags=BOOLEAN_FLAGS,
     kv_cache_dtypes=KV_CACHE_DTYPES,
     dtype_bytes=DTYPE_BYTES,
     signal_labels={"kv_usage": "token usage", "preemptions": "retractions"},

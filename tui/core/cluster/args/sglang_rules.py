@@ -17,6 +17,14 @@ from .values import ArgError
 
 ENGINE_NAME = ENGINE.name
 
+# The edit form's preset slots (f2..f6) in the same order as vLLM's: key -> button label.
+PRESET_LABELS: dict[str, str] = {
+    "running-25": "running -25%",
+    "running-50": "running -50%",
+    "chunk-50": "chunk /2",
+    "conservative-1.3": "conserv 1.3",
+    "mfs-0.8": "mfs 0.8",
+}
 PRESETS: dict[str, str] = {
     "running-25": "cut --max-running-requests by 25%",
     "running-50": "cut --max-running-requests by 50%",

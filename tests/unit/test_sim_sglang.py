@@ -97,3 +97,48 @@ def test_json_says_which_engine():
     assert replica_json(view("sglang", "sglang"))["engine"] == "SGLang"
     assert replica_json(view("vllm", "v0"))["engine"] == "vLLM V0"
     assert replica_json(view("", "unknown"))["engine"] == ""
+
+
+# -- the game day on SGLang replicas (the demo's simulated cluster) ----------------------------
+
+
+async def test_game_day_on_sglang_cap_running_requests_and_retractions_fall(tmp_path) -> None:
+    from tui.core.cluster import args as A
+    from tui.core.cluster.audit import AuditLog
+    from tui.core.cluster.base import EditArgsRequest
+    from tui.core.cluster.sim import SimCluster
+
+    f = SimFleet("long-prompts", replicas=1, seed=3, start_time=T0, sglang_replicas=2)
+    c = SimCluster(f, audit=AuditLog(tmp_path / "audit.jsonl"), load_delay_s=60)
+    ns, dep = f.namespace, "llama-8b-sglang"
+    sg = [n for n in f.replica_names() if "sglang" in n]
+
+    def retracted() -> int:
+        with f.lock:
+            return sum(e.c.preemptions for n in sg for e in f.replica(n).engines)
+
+    info = await c.get_deployment(ns, dep)
+    cmd = A.parse_container(info.containers[0].as_dict())
+    assert cmd.engine == "sglang" and cmd.value("max-running-requests") == 64
+    await c.sleep(150)
+    r0 = retracted()
+    await c.sleep(60)
+    before = (retracted() - r0) / 60
+    assert before > 1.0
+    unmodelled = await c.plan_edit_args(EditArgsRequest(ns, dep, {}, preset="conservative-1.3"))
+    assert not unmodelled.ok and "does not model" in unmodelled.errors[0]
+    plan = await c.plan_edit_args(EditArgsRequest(ns, dep, {}, preset="running-50"))
+    assert plan.ok, plan.errors
+    assert [ln for ln in plan.diff.splitlines() if ln[:1] in "+-" and ln[:3] not in ("---", "+++")] == ["-- 64", "+- 32"]
+    assert (await c.apply(plan)).ok
+    for _ in range(120):
+        if (await c.rollout_status(ns, dep)).state == "done":
+            break
+        await c.sleep(5)
+    sg = [n for n in f.replica_names() if "sglang" in n]
+    assert len(sg) == 2 and all(f.replica(n).sglang and f.engine_args(n).max_num_seqs == 32 for n in sg)
+    await c.sleep(60)
+    r1 = retracted()
+    await c.sleep(60)
+    after = (retracted() - r1) / 60
+    assert after < 0.05 * before and after < 0.1

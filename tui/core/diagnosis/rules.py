@@ -243,6 +243,8 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     else:
         c.add("gpu_mem", cmp("gpu_memory_pct", "GPU memory", mem, ">", t.gpu_mem_high_pct, "%",
                              note="pre-allocated KV pool: necessary, not decisive"))
+        if p.gpu.join.startswith("local"):  # the node's own driver: say which GPUs and why those
+            c.add("gpu_src", info("gpu_source", p.gpu.source, f"GPU via {p.gpu.source}, {p.gpu.join}"))
     util_low = util is not None and util < t.gpu_util_low_pct
     # compute-bound is entered above gpu_util_high_pct and left only below gpu_util_clear_pct:
     # utilisation samples swing with the batch, the verdict should not

@@ -122,6 +122,7 @@ class EditArgsScreen(Screen):
         yield Static(self._title(), id="edit-title")
         with Horizontal(id="edit-main"):
             with VerticalScroll(id="edit-fields"):
+                label_w = max(len(n) for n in self.engine.editable) + 4
                 for name in self.engine.editable:
                     spec = self.engine.arg_specs[name]
                     suggest = None
@@ -130,7 +131,10 @@ class EditArgsScreen(Screen):
                     elif spec.kind == "choice":
                         suggest = SuggestFromList(list(spec.choices))
                     with Horizontal(classes="row"):
-                        yield Label(f"--{name}")
+                        label = Label(f"--{name}")
+                        if label_w > 26:  # longer flags (SGLang's) widen the label column
+                            label.styles.width = label_w
+                        yield label
                         yield Input(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True)
                         yield Static("", classes="note", id=f"n-{name}")
                     yield Static("", classes="err", id=f"e-{name}")

@@ -35,7 +35,8 @@ def container(model: str, args: EngineArgs) -> dict[str, Any]:
     defaults = EngineArgs()
     for flag, fld in FIELDS.items():
         v = getattr(args, fld)
-        if v is None or (v == getattr(defaults, fld) and flag != "mem-fraction-static"):
+        # the memory fraction and page size always: SGLang's own defaults differ from the simulator's
+        if v is None or (v == getattr(defaults, fld) and flag not in ("mem-fraction-static", "page-size")):
             continue
         out += ["--" + flag, str(v)]
     return {"name": "sglang", "image": IMAGE, "command": ["python3", "-m", "sglang.launch_server"],

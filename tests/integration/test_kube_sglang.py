@@ -74,3 +74,16 @@ async def test_sglang_preflight_checks_the_token_pool(env: Env) -> None:
                                                     cache_config=cache, gpu_total_bytes=80 * 2**30, kv_bytes_token=2 * 131072))
     assert shrink.preflight.status == "fail", shrink.preflight.messages
     assert any("mem-fraction-static 0.85 -> 0.6 takes 20.0 GiB" in m for m in shrink.preflight.messages)
+
+
+def test_the_audit_reads_an_sglang_workload_in_its_own_flags():
+    from tui.core.audit import audit_workload
+
+    a = audit_workload(sglang_deployment())
+    assert a.error is None
+    got = {c.id: (c.status, c.detail) for c in a.checks}
+    assert got["max-running-requests-set"] == ("pass", "--max-running-requests 128")
+    assert got["chunked-prefill-size-set"] == ("pass", "--chunked-prefill-size 8192")
+    assert got["context-length-set"][0] == "fail"  # not set: derived from the model config
+    assert "max-num-seqs-set" not in got and "gpu-memory-utilization" not in got
+    assert got["metrics-port"][0] == "fail"  # --port 30000, the container declares 8000

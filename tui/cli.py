@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a vLLM server (http://HOST:PORT, /metrics implied); repeat for several")
     src.add_argument("--gpu-url", action="append", default=[], metavar="URL",
                      help="a DCGM exporter page for the --url of the same position (optional)")
+    src.add_argument("--gpu", choices=("auto", "local", "exporter", "none"), default="auto",
+                     help="GPU signals for --url servers: local (this node's driver, NVML/amdsmi), exporter "
+                          "(--gpu-url only), none; auto = local when a URL is on this host and a driver answers")
     src.add_argument("--timeout", type=float, default=2.0, help="per-scrape timeout in seconds")
     from .kube_launch import add_kube_options
 

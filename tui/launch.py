@@ -16,14 +16,21 @@ def direct_source(args: argparse.Namespace) -> Source:
     """DirectSource for --url/--gpu-url; ValueError with a user message on a bad URL."""
     from .core.sources.direct import DirectSource, Target, normalize_url
 
-    gpu_urls = list(args.gpu_url) + [None] * len(args.url)
+    mode = getattr(args, "gpu", "exporter")
+    gpu_urls = (list(args.gpu_url) if mode != "none" else []) + [None] * len(args.url)
     targets = []
     for url, gpu in zip(args.url, gpu_urls):
         metrics_url = normalize_url(url)
         name = metrics_url.split("://", 1)[1].rsplit("/metrics", 1)[0]
         targets.append(Target(name=name, url=metrics_url, gpu_url=normalize_url(gpu) if gpu else None))
     desc = f"direct: {len(targets)} server{'s' if len(targets) != 1 else ''}"
-    return DirectSource(targets, timeout=args.timeout, description=desc)
+    source = DirectSource(targets, timeout=args.timeout, description=desc)
+    from .core.sources.local_gpu import LocalGpuSource, choose
+
+    gpus, ports, line = choose(mode, [(t.name, t.url) for t in targets])
+    if line:
+        print(f"kvwatch: {line}", file=sys.stderr)
+    return LocalGpuSource(source, ports, gpus) if gpus is not None else source
 
 
 def make_recorder(args: argparse.Namespace):

@@ -16,6 +16,7 @@ from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from tui.core import engines
 from tui.core.model import STALE, ReplicaView
 from tui.core.textsafe import clean
 from tui.core.verdicts import KV_PRESSURE
@@ -51,6 +52,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("s_preempt", "preempt/s", SPARK_W, 2),
     Column("s_mem", "GPU mem", SPARK_W, 3),
     Column("s_gpu", "GPU util", SPARK_W, 3),
+    Column("engine", "ENGINE", 8, 5),  # vLLM V1 / vLLM V0 / SGLang: a mixed fleet's rows differ
     Column("group", "GROUP", 14, 4),
 )
 
@@ -264,6 +266,8 @@ class FleetTable(DataTable):
                 out.append(cell(*restarts_cell(v)))
             elif k.startswith("s_"):
                 out.append(self._spark_cell(v, k, w, pal, base))
+            elif k == "engine":
+                out.append(cell(engines.display(v.engine, v.generation), right=False))
             elif k == "group":
                 out.append(cell(clean(v.group or ""), right=False))
             else:

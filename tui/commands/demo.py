@@ -19,6 +19,8 @@ def register(sub, live: argparse.ArgumentParser) -> None:
     p.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second (default 1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same incident)")
     p.add_argument("--v0-replicas", type=int, default=0, help="how many replicas speak vLLM V0 metric names")
+    p.add_argument("--sglang-replicas", type=int, default=0,
+                   help="how many SGLang replicas run beside the vLLM ones (a Deployment of their own)")
     p.set_defaults(func=run_demo, context="demo")  # the simulated cluster's context (config profiles)
 
 
@@ -35,8 +37,10 @@ def run_demo(args: argparse.Namespace) -> int:
         raise SystemExit("kvwatch demo: --replicas must be at least 1")
     if args.speed <= 0:
         raise SystemExit("kvwatch demo: --speed must be positive")
+    if args.sglang_replicas < 0:
+        raise SystemExit("kvwatch demo: --sglang-replicas must not be negative")
     fleet = SimFleet(scenario=args.scenario, replicas=args.replicas, speed=args.speed, seed=args.seed,
-                     v0_replicas=args.v0_replicas)
+                     v0_replicas=args.v0_replicas, sglang_replicas=args.sglang_replicas)
     fleet.start()
     # Every mitigation key works here: a simulated cluster behind the same interface as Kubernetes.
     cfg = apply_config(args)

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .cluster.args import ArgError, VllmCommand, default_for, find_vllm_container, parse_container
+from .cluster.args import ArgError, VllmCommand, find_vllm_container, parse_container
 from .diagnosis.capacity import GiB, ModelArch, plan
 from .diagnosis.thresholds import Thresholds
 from .textsafe import clean
@@ -105,7 +105,7 @@ def _int_ann(annotations: Mapping[str, str], *names: str) -> int | None:
 def _explicit(cmd: VllmCommand, name: str, title: str) -> Check:
     v = cmd.values.get(name)
     if v is None or v.is_default:
-        d = default_for(name, cmd.generation)
+        d = cmd.eng.default(name, cmd.generation)
         dtxt = f" (the engine default {d} applies)" if d is not None else " (derived from the model config)"
         return Check(f"{name}-set", title, FAIL, f"--{name} not set{dtxt}")
     where = f" via ${v.env_var}" if v.env_var else ""
@@ -140,6 +140,18 @@ def audit_workload(obj: Mapping[str, Any], t: Thresholds | None = None, hints: C
         if isinstance(source, Mapping):
             ann.update({str(k): str(v) for k, v in source.items()})
 
+    if cmd.engine == "sglang":
+        # SGLang's bounds in its own flags; the memory-headroom and capacity checks below read
+        # vLLM's flags and cache config, so they are skipped (said), never run on the wrong knobs
+        checks = [
+            _explicit(cmd, "max-running-requests", "concurrency cap explicit"),
+            _explicit(cmd, "chunked-prefill-size", "batching bound explicit"),
+            _explicit(cmd, "context-length", "context length explicit"),
+            Check("engine", "engine", INFO, "SGLang: GPU-memory and KV-capacity checks are vLLM's, skipped"),
+            _documented(ann),
+        ]
+        checks.extend(_verification(c, cmd, pod_spec))
+        return WorkloadAudit(kind, ns, name, clean(c.get("name") or ""), tuple(checks))
     checks = [
         _explicit(cmd, "max-num-seqs", "concurrency cap explicit"),
         _explicit(cmd, "max-num-batched-tokens", "batching bound explicit"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from . import engines
 from .model import FleetState, ReplicaView
 from .textsafe import redact
 
@@ -34,6 +35,7 @@ def replica_json(r: ReplicaView) -> dict:
         "state": r.state,
         "error": redact(r.error) if r.error else None,
         "group": r.group,
+        "engine": engines.display(r.engine, r.generation),  # "vLLM V1", "vLLM V0", "SGLang"
         "missing": list(r.finding.missing),
         "invalid": dict(r.invalid),  # signals whose last value was NaN/Inf: {signal: reason}
     }

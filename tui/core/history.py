@@ -177,10 +177,11 @@ class ReplicaHistory:
             waiting_deferred=sm.value("waiting_deferred"),
             running=sm.value("running"),
             preemptions_per_s=self._rate(rwin, "preemptions"),
-            gen_tokens_per_s=self._rate(rwin, "generation_tokens"),
+            # SGLang pages without the token counter still give the scheduler's own rate
+            gen_tokens_per_s=_first(self._rate(rwin, "generation_tokens"), sm.value("gen_throughput")),
             prompt_tokens_per_s=self._rate(rwin, "prompt_tokens"),
             requests_per_s=reqs,
-            prefix_hit_rate=(hits / queries) if hits is not None and queries else None,
+            prefix_hit_rate=(hits / queries) if hits is not None and queries else sm.value("cache_hit_rate"),
             gpu_memory_pct=gpu.memory_pct if gpu else None,
             gpu_util_pct=gpu.compute_pct if gpu else None,
             gpu_count=len(gpu.devices) if gpu else None,
@@ -214,3 +215,7 @@ def _float_or_none(v: str | None) -> float | None:
         return float(v) if v is not None else None
     except ValueError:
         return None
+
+
+def _first(*vals: float | None) -> float | None:
+    return next((v for v in vals if v is not None), None)

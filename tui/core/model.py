@@ -82,7 +82,8 @@ class Sample:
     """What one vLLM /metrics page says, in canonical names, per engine."""
 
     engines: Mapping[str, EngineSample]
-    generation: str = "unknown"  # "v1", "v0" or "unknown": which metric names the server spoke
+    generation: str = "unknown"  # "v1", "v0", "sglang" or "unknown": which metric names the server spoke
+    engine: str = "vllm"  # the engine (engines registry name) whose page this was
     model_name: str | None = None
     cache_config: Mapping[str, str] = field(default_factory=dict)  # vllm:cache_config_info labels
     process_cpu_seconds: float | None = None  # process_cpu_seconds_total of the API server
@@ -102,6 +103,14 @@ class Sample:
             "prefix_queries",
             "prefix_hits",
             "requests_success",
+            # SGLang: per data-parallel rank, so the pod's is the sum
+            "retracted",
+            "used_tokens",
+            "max_total_tokens",
+            "cached_tokens",
+            "requests_total",
+            "requests_aborted",
+            "gen_throughput",
         }
     )
 
@@ -324,6 +333,7 @@ class ReplicaView:
     pod: PodInfo | None = None
     engines: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # per-engine values
     generation: str = "unknown"
+    engine: str = ""  # engines registry name of the replica's last page ("" before one was read)
     model_name: str | None = None
     last_ok_ts: float | None = None
     cache_config: Mapping[str, str] = field(default_factory=dict)

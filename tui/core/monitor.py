@@ -169,6 +169,7 @@ class Monitor:
             pod=(last.pod if last is not None else None),
             engines={e: dict(es.values) for e, es in sample.engines.items()} if sample else {},
             generation=sample.generation if sample else "unknown",
+            engine=sample.engine if sample else "",
             model_name=sample.model_name if sample else None,
             last_ok_ts=ok.ts if ok else None,
             cache_config=dict(sample.cache_config) if sample else {},

@@ -21,7 +21,9 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Footer, Input, Label, Static
 
 from tui.actions import PRESET_KEYS, bindings
+from tui.core import engines
 from tui.core.cluster import args as A
+from tui.core.cluster.args import sglang_rules
 from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo, EditArgsRequest
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
@@ -92,6 +94,19 @@ class EditArgsScreen(Screen):
         return dict(v.cache_config) if v is not None else {}
 
     @property
+    def engine(self) -> engines.Engine:
+        """The replica's engine (its last page said which): its flags make the form."""
+        v = self._view()
+        return engines.get(v.engine) if v is not None and v.engine else engines.VLLM
+
+    def _presets(self) -> list[tuple[str, str, str, str]]:
+        """(slot, the engine's preset, key, label): the keys and buttons name a slot by vLLM's
+        preset; another engine fills the same slots with its own."""
+        if self.engine.name != sglang_rules.ENGINE_NAME:
+            return [(p, p, key, label) for p, key, label in PRESET_KEYS]
+        return [(p, sp, key, label) for (p, key, _), (sp, label) in zip(PRESET_KEYS, sglang_rules.PRESET_LABELS.items())]
+
+    @property
     def generation(self) -> str:
         if self._generation:
             return self._generation
@@ -107,20 +122,24 @@ class EditArgsScreen(Screen):
         yield Static(self._title(), id="edit-title")
         with Horizontal(id="edit-main"):
             with VerticalScroll(id="edit-fields"):
-                for name in A.EDITABLE:
-                    spec = A.SPECS[name]
+                label_w = max(len(n) for n in self.engine.editable) + 4
+                for name in self.engine.editable:
+                    spec = self.engine.arg_specs[name]
                     suggest = None
                     if spec.kind == "bool":
                         suggest = SuggestFromList(["true", "false"])
                     elif spec.kind == "choice":
                         suggest = SuggestFromList(list(spec.choices))
                     with Horizontal(classes="row"):
-                        yield Label(f"--{name}")
+                        label = Label(f"--{name}")
+                        if label_w > 26:  # longer flags (SGLang's) widen the label column
+                            label.styles.width = label_w
+                        yield label
                         yield Input(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True)
                         yield Static("", classes="note", id=f"n-{name}")
                     yield Static("", classes="err", id=f"e-{name}")
                 with Grid(id="edit-presets"):
-                    for p, key, label in PRESET_KEYS:
+                    for p, _, key, label in self._presets():
                         yield Button(f"{key} {label}", id=f"preset-{p.replace('.', '_')}", compact=True)
             with Vertical(id="edit-side"):
                 with VerticalScroll(id="edit-diff-box"):
@@ -164,6 +183,9 @@ class EditArgsScreen(Screen):
                 raise ClusterError("bad-input", f"{self.kind.lower()}/{self.name_} has no vLLM container")
             container = dict(found[1])
             cmd = A.parse_container(container, self.generation)
+            if cmd.engine != self.engine.name:
+                raise A.ArgError(f"the container starts {cmd.eng.label}, the replica spoke {self.engine.label}: "
+                                 "reopen the form once its metrics say the same")
         except ClusterError as e:
             self.load_error = e.message
         except A.ArgError as e:
@@ -184,14 +206,14 @@ class EditArgsScreen(Screen):
     def _fill(self) -> None:
         assert self.cmd is not None
         self.initial = {}
-        for name in A.EDITABLE:
+        for name in self.engine.editable:
             val = self.cmd.values.get(name)
             written = val is not None and not val.is_default
             box = self.query_one("#" + _field_id(name), Input)
             self.initial[name] = val.display() if written else ""
             box.value = self.initial[name]
             default = A.eff_before(self.cmd, name, self.observed) if not written else None
-            shown = A.format_value(default) if default is not None else ("(model)" if name == "max-model-len" else "none")
+            shown = A.format_value(default) if default is not None else ("(model)" if name in ("max-model-len", "context-length") else "none")
             box.placeholder = "" if written else "default " + shown
             box.disabled = False
             if written:
@@ -199,12 +221,12 @@ class EditArgsScreen(Screen):
             elif self.observed.get(name) is not None:
                 note = "not set; the engine reports " + A.format_value(self.observed[name])
             else:
-                note = "not set; " + A.SPECS[name].note
+                note = "not set; " + self.engine.arg_specs[name].note
             self.query_one(f"#n-{name}", Static).update(Text(clean(note)))
-        self.query_one("#" + _field_id(A.EDITABLE[0]), Input).focus()
+        self.query_one("#" + _field_id(self.engine.editable[0]), Input).focus()
         done = []
         for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied
-            if flag in A.EDITABLE:
+            if flag in self.engine.editable:
                 box = self.query_one("#" + _field_id(flag), Input)
                 if box.value.strip() != value:
                     box.value = value
@@ -217,7 +239,7 @@ class EditArgsScreen(Screen):
     # -- validation and the live diff -----------------------------------------------------------
     def raw_changes(self) -> dict[str, str]:
         out = {}
-        for name in A.EDITABLE:
+        for name in self.engine.editable:
             box = self.query_one("#" + _field_id(name), Input)
             if box.value.strip() != self.initial.get(name, ""):
                 out[name] = box.value.strip()
@@ -245,7 +267,7 @@ class EditArgsScreen(Screen):
                     notes.append(notes_text("notes", rw.notes, "dim"))
             except A.ArgError as e:
                 errors["_"] = str(e)
-        for name in A.EDITABLE:
+        for name in self.engine.editable:
             msg = errors.get(name, "")
             self.query_one(f"#e-{name}", Static).update(Text(clean(msg)) if msg else "")
             self.query_one(f"#e-{name}", Static).display = bool(msg)
@@ -278,6 +300,7 @@ class EditArgsScreen(Screen):
     def action_preset(self, key: str) -> None:
         if self.cmd is None:
             return
+        key = {p: sp for p, sp, _, _ in self._presets()}.get(key, key)
         try:
             values = A.preset(self.cmd, key, self.observed)
         except A.ArgError as e:
@@ -298,7 +321,7 @@ class EditArgsScreen(Screen):
             self.action_cancel()
 
     def action_reset(self) -> None:
-        for name in A.EDITABLE:
+        for name in self.engine.editable:
             self.query_one("#" + _field_id(name), Input).value = self.initial.get(name, "")
         self._revalidate()
 

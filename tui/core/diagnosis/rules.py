@@ -36,6 +36,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 
+from .. import engines
 from ..history import ReplicaHistory
 from .. import verdicts as V
 from ..model import DOWN, Evidence, Finding, GpuSample
@@ -127,6 +128,20 @@ class _Checks:
         return out
 
 
+def _engine_words(name: str) -> tuple[str, str]:
+    """How the evidence names KV usage and preemptions: vLLM's words as always, another
+    engine's own signal with the engine named ("SGLang token usage", "SGLang retractions")."""
+    if name == engines.VLLM.name:
+        return "KV usage", "preemptions"
+    try:
+        eng = engines.get(name)
+    except KeyError:
+        return "KV usage", "preemptions"
+    words = eng.signal_labels
+    return (f"{eng.label} {words.get('kv_usage', 'KV usage')}",
+            f"{eng.label} {words.get('preemptions', 'preemptions')}")
+
+
 def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     c = _Checks()
     fault = node_fault_evidence(p.gpu, t)
@@ -134,15 +149,16 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         c.add(f"fault{i}", e)
 
     # -- KV ------------------------------------------------------------------------------------
+    kv_label, pre = _engine_words(p.engine)
     in_kv = prev == V.KV_PRESSURE
     kv_thr = t.kv_clear if in_kv and p.kv is not None and p.kv < t.kv_high else t.kv_high
-    e_kv = c.add("kv", cmp("kv_usage", "KV usage", p.kv, ">=", kv_thr,
+    e_kv = c.add("kv", cmp("kv_usage", kv_label, p.kv, ">=", kv_thr,
                            note="kv-pressure is left only below this" if kv_thr != t.kv_high else ""))
     kv_high = e_kv.crossed
     rate, recent = p.preempt_rate, p.preempts_recent
     if rate is None:
-        c.add("preempt", missing("preemptions_per_s", "preemptions/s: not exposed"
-                                 if p.c_preempt is None else "preemptions/s: needs two scrapes"))
+        c.add("preempt", missing("preemptions_per_s", f"{pre}/s: not exposed"
+                                 if p.c_preempt is None else f"{pre}/s: needs two scrapes"))
         preempting = False
     else:
         # vLLM counts whole preemptions; a counter derived elsewhere may carry float noise
@@ -150,18 +166,18 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         preempting = rate > t.preempt_rate and enough
         n = f"{recent:.0f} in the last {t.recent_points} intervals" if recent is not None else ""
         if preempting:
-            text = f"preemptions/s {_fmt(rate)} > {_fmt(t.preempt_rate)} ({n})"
+            text = f"{pre}/s {_fmt(rate)} > {_fmt(t.preempt_rate)} ({n})"
         elif rate > t.preempt_rate:
-            text = f"preemptions/s {_fmt(rate)}, but only {n} (< {t.preempt_min_count}: not thrash)"
+            text = f"{pre}/s {_fmt(rate)}, but only {n} (< {t.preempt_min_count}: not thrash)"
         else:
-            text = f"preemptions/s {_fmt(rate)} (not > {_fmt(t.preempt_rate)})"
+            text = f"{pre}/s {_fmt(rate)} (not > {_fmt(t.preempt_rate)})"
         c.add("preempt", Evidence("preemptions_per_s", rate, t.preempt_rate, ">", preempting, text))
     recently = False
     if in_kv and recent is not None:
         recently = recent > 0
         c.add("preempt_recent", Evidence(
             "preemptions_recent", recent, 0, ">", recently,
-            f"preemptions in the last {t.recent_points} intervals: {recent:.0f}"))
+            f"{pre} in the last {t.recent_points} intervals: {recent:.0f}"))
     swapping = False
     if p.swapped is not None:
         swapping = p.swapped >= 1
@@ -228,6 +244,8 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     else:
         c.add("gpu_mem", cmp("gpu_memory_pct", "GPU memory", mem, ">", t.gpu_mem_high_pct, "%",
                              note="pre-allocated KV pool: necessary, not decisive"))
+        if p.gpu.join.startswith("local"):  # the node's own driver: say which GPUs and why those
+            c.add("gpu_src", info("gpu_source", p.gpu.source, f"GPU via {p.gpu.source}, {p.gpu.join}"))
     util_low = util is not None and util < t.gpu_util_low_pct
     # compute-bound is entered above gpu_util_high_pct and left only below gpu_util_clear_pct:
     # utilisation samples swing with the batch, the verdict should not

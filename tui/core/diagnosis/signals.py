@@ -46,6 +46,7 @@ class Point:
     running_n: int
     gpu: GpuSample | None
     m: ReplicaMetrics  # the history's derived numbers (windows) for evidence and context
+    engine: str = "vllm"  # whose signals these are (engines registry name), named in the evidence
 
     @property
     def in_flight(self) -> float | None:
@@ -146,4 +147,5 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
         running_n=len(known_runs),
         gpu=scrape.gpu,
         m=m,
+        engine=s.engine,
     )

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from ..model import Sample
 from .base import ArgSpec, Engine
+from .sglang import ENGINE as SGLANG
 from .vllm import ENGINE as VLLM
 
-ENGINES: tuple[Engine, ...] = (VLLM,)
+ENGINES: tuple[Engine, ...] = (VLLM, SGLANG)
 DEFAULT = VLLM  # a page no engine claims (empty, or an error page) reads as vLLM always did
 
 
@@ -34,4 +35,20 @@ def parse_page(text: str) -> Sample:
     return engine_for_page(text).parse_page(text)
 
 
-__all__ = ["ArgSpec", "Engine", "ENGINES", "DEFAULT", "VLLM", "get", "engine_for_page", "parse_page"]
+_GENERATIONS = {"v1": "V1", "v0": "V0"}
+
+
+def display(engine: str, generation: str = "unknown") -> str:
+    """What the ENGINE column says: "vLLM V1", "vLLM V0", "SGLang" ("vLLM" when the
+    generation is not known yet; "" before the replica's first page)."""
+    if not engine:
+        return ""
+    try:
+        label = get(engine).label
+    except KeyError:
+        return engine or "?"
+    gen = _GENERATIONS.get(generation, "") if engine == VLLM.name else ""
+    return f"{label} {gen}" if gen else label
+
+
+__all__ = ["ArgSpec", "Engine", "ENGINES", "DEFAULT", "VLLM", "SGLANG", "display", "get", "engine_for_page", "parse_page"]

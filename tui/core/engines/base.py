@@ -29,7 +29,7 @@ class ArgSpec:
     note: str = ""
     editable: bool = True
     choices: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = ()  # other spellings, without the leading dashes
+    aliases: tuple[str, ...] = ()  # other `--` spellings, without the dashes (`--tp` for `--tp-size`)
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,33 @@ class Engine:
     # Flags that only this engine takes, so a wrapper script passing them is starting it.
     strong_flags: frozenset[str] = frozenset()
     arg_specs: Mapping[str, ArgSpec] = field(default_factory=dict)
+    editable: tuple[str, ...] = ()  # the flags the edit form offers, in its order
+    kv_args: tuple[str, ...] = ()  # the flags shown as the replica's KV-relevant args
+    boolean_flags: frozenset[str] = frozenset()  # flags that never take a value
+    flag_aliases: Mapping[str, str] = field(default_factory=dict)  # single-dash short form -> canonical
     kv_cache_dtypes: tuple[str, ...] = ("auto",)  # the engine's accepted --kv-cache-dtype values
     dtype_bytes: Mapping[str, float] = field(default_factory=dict)  # dtype -> bytes per element
+    # What the engine calls a canonical signal, where its word differs ("preemptions" ->
+    # "retractions"): evidence says which engine's signal a verdict rests on.
+    signal_labels: Mapping[str, str] = field(default_factory=dict)
 
     # -- recognising --------------------------------------------------------------------------
 
     def owns_page(self, text: str) -> bool:
         return any(p in text for p in self.metric_prefixes)
+
+    def canonical(self, flag: str) -> str:
+        """`--max_num_seqs` -> `max-num-seqs`; `-tp` / `--tp` -> the flag they stand for."""
+        name = flag.lstrip("-")
+        if flag.startswith("-") and not flag.startswith("--"):
+            short = self.flag_aliases.get(name)
+            if short is not None:
+                return short
+        name = name.replace("_", "-")
+        for spec in self.arg_specs.values():
+            if name in spec.aliases:
+                return spec.name
+        return name
 
     def default(self, flag: str, generation: str = "v1") -> Any:
         spec = self.arg_specs[flag]

@@ -83,7 +83,7 @@ SPECS: dict[str, ArgSpec] = {
         ArgSpec("swap-space", "float", None, 4.0, "GiB of CPU swap per GPU; V0 only (removed in V1)"),
         ArgSpec("kv-cache-dtype", "choice", "auto", "auto", "auto = the model dtype", choices=KV_CACHE_DTYPES),
         ArgSpec("block-size", "int", 16, 16, "tokens per KV block"),
-        ArgSpec("tensor-parallel-size", "int", 1, 1, "GPUs per replica", False, aliases=("tp",)),
+        ArgSpec("tensor-parallel-size", "int", 1, 1, "GPUs per replica (-tp: SHORT_ALIASES)", False),
         ArgSpec(
             "shutdown-timeout",
             "int",
@@ -153,6 +153,10 @@ ENGINE = Engine(
     images=("vllm",),
     strong_flags=STRONG_FLAGS,
     arg_specs=SPECS,
+    editable=EDITABLE,
+    kv_args=KV_ARGS,
+    boolean_flags=BOOLEAN_FLAGS,
+    flag_aliases=SHORT_ALIASES,
     kv_cache_dtypes=KV_CACHE_DTYPES,
     dtype_bytes=DTYPE_BYTES,
 )

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Callable
 
 from . import buckets as B
+from . import sglang_page
 from .engine import Engine
 from .hardware import MiB
 from .replica import FAILED, READY, Replica
@@ -112,7 +113,10 @@ class PageRenderer:
         if tuple(r.engines) != self._engines:
             self._build()
         out: list[str] = [self._process()]
-        out.append(self._vllm_v0() if self.v0 else self._vllm_v1())
+        if self.r.sglang:
+            out.append(sglang_page.render(r, gostr, header, labels))
+        else:
+            out.append(self._vllm_v0() if self.v0 else self._vllm_v1())
         out.append(self._http())
         text = "".join(out)
         self._cache = (key[0], key[1], text)

@@ -55,8 +55,8 @@ class ReplicaStatus:
 class _Group:
     """One Deployment's traffic: its own arrival stream and router."""
 
-    def __init__(self, name: str, dep: S.Deployment, base: int, v0: bool, seed: int) -> None:
-        self.name, self.dep, self.base, self.v0 = name, dep, base, v0
+    def __init__(self, name: str, dep: S.Deployment, base: int, v0: bool, seed: int, sglang: bool = False) -> None:
+        self.name, self.dep, self.base, self.v0, self.sglang = name, dep, base, v0, sglang
         self.workload = Workload(seed)
         self.router = random.Random(seed + 7919)
         self.next_t = float("inf")
@@ -77,11 +77,13 @@ class _Served:
 class SimFleet:
     def __init__(self, scenario: str = "steady", replicas: int = 4, speed: float = 1.0, seed: int = 0,
                  v0_replicas: int = 0, host: str = "127.0.0.1", base_port: int = 0,
-                 namespace: str = "inference", start_time: float | None = None) -> None:
+                 namespace: str = "inference", start_time: float | None = None, sglang_replicas: int = 0) -> None:
         if not isinstance(replicas, int) or replicas < 1 or replicas > 4096:
             raise ValueError(f"replicas must be an integer in 1..4096, got {replicas!r}")
         if not isinstance(v0_replicas, int) or not 0 <= v0_replicas <= replicas:
             raise ValueError(f"v0_replicas must be in 0..{replicas}, got {v0_replicas!r}")
+        if not isinstance(sglang_replicas, int) or not 0 <= sglang_replicas <= 4096:
+            raise ValueError(f"sglang_replicas must be in 0..4096, got {sglang_replicas!r}")
         if not speed > 0:
             raise ValueError(f"speed must be > 0, got {speed!r}")
         self.scenario = S.get(scenario)
@@ -117,14 +119,19 @@ class SimFleet:
                               enable_prefix_caching=VLLM.default("enable-prefix-caching", "v0"))
             v0dep = replace(dep, group=dep.group + "-v0", args=v0_args)
             self._add_group(v0dep.group, v0dep, v0_replicas, True)
+        if sglang_replicas:
+            # SGLang replicas are a Deployment of their own beside the vLLM ones (a mixed fleet),
+            # fed the same traffic: the same scheduler model, SGLang's names on the page.
+            sgdep = replace(dep, group=dep.group + "-sglang")
+            self._add_group(sgdep.group, sgdep, sglang_replicas, False, sglang=True)
         for g in list(self._groups.values()):
             for i in range(g.base):
                 self._new_replica(f"{g.name}-{i}", g, g.dep.args, load_s=0.0)
             self._schedule_next(g, self.t0)
 
     # -- construction -------------------------------------------------------------
-    def _add_group(self, name: str, dep: S.Deployment, base: int, v0: bool) -> _Group:
-        g = _Group(name, dep, base, v0, self.seed * 1009 + len(self._groups) * 101 + 1)
+    def _add_group(self, name: str, dep: S.Deployment, base: int, v0: bool, sglang: bool = False) -> _Group:
+        g = _Group(name, dep, base, v0, self.seed * 1009 + len(self._groups) * 101 + 1, sglang)
         self._groups[name] = g
         return g
 
@@ -145,7 +152,8 @@ class SimFleet:
         model_spec = MODELS[model or g.dep.model]
         gpu_spec = GPUS[gpu or g.dep.gpu]
         r = Replica(name, g.name, model_spec, gpu_spec, args, t0=self._now, load_s=load_s, v0=g.v0,
-                    node=self._pick_node(node), namespace=self.namespace, gpu_offset=len(self._served) % 64)
+                    node=self._pick_node(node), namespace=self.namespace, gpu_offset=len(self._served) % 64,
+                    sglang=g.sglang)
         for e in r.engines:
             e.client_timeout_s = self.scenario.client_timeout_s
         s = self._served[name] = _Served(r)
@@ -432,7 +440,7 @@ class SimFleet:
             g = self._groups.get(group)
             if g is None:
                 base = next(iter(self._groups.values()))
-                g = self._add_group(group, replace(base.dep, group=group), 0, base.v0)
+                g = self._add_group(group, replace(base.dep, group=group), 0, base.v0, base.sglang)
             s = self._new_replica(name, g, args, max(0.0, load_delay_s), node)
         if self._loop is not None:
             try:

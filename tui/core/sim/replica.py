@@ -48,10 +48,11 @@ def fmt_ts(t: float) -> str:
 class Replica:
     def __init__(self, name: str, group: str, model: ModelSpec, gpu: GpuSpec, args: EngineArgs, *,
                  t0: float, load_s: float = 0.0, v0: bool = False, node: Node | None = None,
-                 namespace: str = "inference", gpu_offset: int = 0) -> None:
+                 namespace: str = "inference", gpu_offset: int = 0, sglang: bool = False) -> None:
         self.name, self.group, self.model, self.gpu_spec = name, group, model, gpu
         self.args = args
         self.v0 = v0
+        self.sglang = sglang  # serves SGLang's metric names and log lines (same scheduler model)
         self.node = node or Node("gpu-node-0")
         self.namespace = namespace
         self.created = t0
@@ -72,7 +73,8 @@ class Replica:
         self.resolved, self.plan = self._plan(args)
         n_gpus = max(1, self.resolved.tensor_parallel_size) * max(1, self.resolved.data_parallel_size)
         self.gpus = [Gpu(i, _uuid(name, i), f"00000000:{0x18 + gpu_offset + i:02X}:00.0") for i in range(n_gpus)]
-        self._log("INFO", "api_server.py:1043", "vLLM API server version 0.10.1" if not v0 else "vLLM API server version 0.6.3")
+        self._log("INFO", "api_server.py:1043", "SGLang server version 0.5.1" if sglang else
+                  "vLLM API server version 0.10.1" if not v0 else "vLLM API server version 0.6.3")
         self._log("INFO", "utils.py:326", f"non-default args: {{'model': '{model.name}', " + ", ".join(
             f"'{k}': {v!r}" for k, v in args.as_dict().items() if v is not None and v != getattr(EngineArgs(), k)) + "}")
         if self.error is None and load_s <= 0:
@@ -188,11 +190,14 @@ class Replica:
                       f"{d[1] / LOG_EVERY_S:.1f} tokens/s, Running: {e.num_running} reqs, Swapped: 0 reqs, "
                       f"Pending: {e.num_waiting} reqs, GPU KV cache usage: {100.0 * e.kv_usage:.1f}%, "
                       "CPU KV cache usage: 0.0%.", at)
-        for e in self.engines if not self.v0 else ():
+        for e in self.engines if not (self.v0 or self.sglang) else ():
             self._log("INFO", "loggers.py:123",
                       f"Engine {e.index:03d}: Avg prompt throughput: {d[0] / LOG_EVERY_S:.1f} tokens/s, "
                       f"Avg generation throughput: {d[1] / LOG_EVERY_S:.1f} tokens/s, Running: {e.num_running} reqs, "
                       f"Waiting: {e.num_waiting} reqs{pre}, GPU KV cache usage: {100.0 * e.kv_usage:.1f}%{hit}", at)
+        if self.sglang:
+            self._sglang_log(d, at)
+            return
         if self.v0 and d[2]:
             total = cur[2]
             self._log("WARNING", "scheduler.py:1560",
@@ -200,8 +205,19 @@ class Replica:
                       "cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or "
                       f"tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption={total}", at)
 
+    def _sglang_log(self, d: list[int], at: float) -> None:
+        """SGLang's scheduler lines: the decode-batch summary, and the retraction warning."""
+        for e in self.engines:
+            self._log("INFO", "scheduler.py:1672",
+                      f"Decode batch. #running-req: {e.num_running}, #token: {e.used * e.bs}, "
+                      f"token usage: {e.kv_usage:.2f}, gen throughput (token/s): {d[1] / LOG_EVERY_S:.2f}, "
+                      f"#queue-req: {e.num_waiting}", at)
+        if d[2]:
+            self._log("WARNING", "scheduler.py:1489",
+                      f"KV cache pool is full. Retract requests. #retracted_reqs: {d[2]}", at)
+
     def _log(self, level: str, where: str, text: str, at: float | None = None) -> None:
-        proc = "(APIServer pid=1) " if not self.v0 else ""
+        proc = "(APIServer pid=1) " if not (self.v0 or self.sglang) else ""
         self.log.append(f"{proc}{level} {fmt_ts(self.now if at is None else at)} [{where}] {text}")
 
     # -- observed state ---------------------------------------------------------

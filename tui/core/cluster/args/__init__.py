@@ -17,7 +17,7 @@ The flags, defaults and command forms come from the engine module (engines/vllm.
 
 from __future__ import annotations
 
-from .changes import PRESETS, Validation, eff_before, effective, preset, validate
+from .changes import PRESETS, Validation, eff_before, effective, preset, presets_for, validate
 from .parse import ArgValue, VllmCommand, find_vllm_container, is_vllm_container, parse_container
 from .preflight import (
     GiB,
@@ -43,7 +43,7 @@ from .values import (
 )
 
 __all__ = [
-    "PRESETS", "Validation", "eff_before", "effective", "preset", "validate",
+    "PRESETS", "Validation", "eff_before", "effective", "preset", "presets_for", "validate",
     "ArgValue", "VllmCommand", "find_vllm_container", "is_vllm_container", "parse_container",
     "GiB", "Preflight", "_dtype_bytes", "kv_bytes_per_token", "kv_preflight", "observed_from_cache_config",
     "Rewrite", "args_diff", "previous_args_annotation", "rewrite_container",

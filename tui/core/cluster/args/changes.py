@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from . import sglang_rules
 from .parse import VllmCommand
-from .values import SPECS, ArgError, check_range, coerce
+from .values import ArgError, check_range, coerce
 
 
 @dataclass(frozen=True)
@@ -32,10 +33,11 @@ def effective(cmd: VllmCommand, changes: Mapping[str, Any], name: str, observed:
 def validate(
     cmd: VllmCommand, raw_changes: Mapping[str, Any], observed: Mapping[str, Any] | None = None
 ) -> Validation:
-    """Coerce and check a change set against vLLM's rules (single values and their relations)."""
+    """Coerce and check a change set against the engine's rules (single values and their relations)."""
     errors: dict[str, str] = {}
     warnings: list[str] = []
     typed: dict[str, Any] = {}
+    SPECS = cmd.specs
     for name, raw in raw_changes.items():
         if name not in SPECS:
             errors[name] = f"kvwatch does not edit --{name}"
@@ -44,13 +46,17 @@ def validate(
             errors[name] = f"--{name} is shown, not edited, by kvwatch"
             continue
         try:
-            val = coerce(name, raw)
+            val = coerce(name, raw, cmd.eng)
             check_range(name, val)
         except ArgError as e:
             errors[name] = str(e)
             continue
         typed[name] = val
     eff = {n: effective(cmd, typed, n, observed) for n in SPECS}
+    if cmd.engine == sglang_rules.ENGINE_NAME:
+        sglang_rules.relations(eff, typed, errors, warnings)
+        changes = {n: v for n, v in typed.items() if v != eff_before(cmd, n, observed)}
+        return Validation(changes, errors, tuple(warnings))
     seqs, batched, mml = eff["max-num-seqs"], eff["max-num-batched-tokens"], eff["max-model-len"]
     if "max-num-seqs" not in errors and "max-num-batched-tokens" not in errors:
         if isinstance(seqs, int) and isinstance(batched, int) and batched < seqs:
@@ -76,6 +82,11 @@ def validate(
     return Validation(changes, errors, tuple(warnings))
 
 
+def presets_for(cmd: VllmCommand) -> dict[str, str]:
+    """The incident presets in the command's engine's knobs: key -> what it does."""
+    return sglang_rules.PRESETS if cmd.engine == sglang_rules.ENGINE_NAME else PRESETS
+
+
 def eff_before(cmd: VllmCommand, name: str, observed: Mapping[str, Any] | None = None) -> Any:
     return effective(cmd, {}, name, observed)
 
@@ -97,6 +108,8 @@ def preset(cmd: VllmCommand, key: str, observed: Mapping[str, Any] | None = None
     `observed` (e.g. max-num-seqs from the engine's config metrics) beats the documented default
     when the flag is absent, since defaults depend on the GPU.
     """
+    if cmd.engine == sglang_rules.ENGINE_NAME:
+        return sglang_rules.preset(lambda n: eff_before(cmd, n, observed), key)
     if key not in PRESETS:
         raise ArgError(f"unknown preset {key!r}; known: {', '.join(PRESETS)}")
     seqs = eff_before(cmd, "max-num-seqs", observed)

@@ -7,19 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from .tokens import _env_map, _resolve, _Tok, _tokens
-from .values import (
-    _BOOL_WORDS,
-    _BOOLEAN_FLAGS,
-    _MODULES,
-    _STRONG_FLAGS,
-    ENGINE,
-    KV_ARGS,
-    SPECS,
-    ArgError,
-    canonical,
-    coerce,
-    default_for,
-)
+from ... import engines as _engines
+from ...engines.base import Engine
+from .values import _BOOL_WORDS, ENGINE, ArgError, coerce
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +59,25 @@ class VllmCommand:
     _end: _Tok | None = field(default=None, repr=False)  # last token of the invocation
     _style_eq: bool = field(default=False, repr=False)  # existing flags use --flag=value
     _style_us: bool = field(default=False, repr=False)  # existing flags use underscores
+    engine: str = ENGINE.name  # which engine the container starts (engines registry name)
 
     @property
     def is_vllm(self) -> bool:
+        """A supported inference server was found (vLLM or another engine: see `engine`)."""
         return self.form != "not vllm"
 
     @property
+    def eng(self) -> Engine:
+        return _engines.get(self.engine)
+
+    @property
+    def specs(self):
+        """The flags of this command's engine, by canonical name."""
+        return self.eng.arg_specs
+
+    @property
     def model(self) -> str | None:
-        v = self.values.get("model")
+        v = self.values.get("model") or self.values.get("model-path")
         return v.value if v else None
 
     def value(self, name: str) -> Any:
@@ -84,36 +85,57 @@ class VllmCommand:
         return v.value if v else None
 
     def kv_args(self) -> list[ArgValue]:
-        return [self.values[n] for n in KV_ARGS if n in self.values]
+        return [self.values[n] for n in self.eng.kv_args if n in self.values]
 
 
-def _find_invocation(toks: list[_Tok]) -> tuple[int, str] | None:
-    """Index of the first token after `vllm serve` / `-m vllm....`, and the form found."""
+def _find_invocation(toks: list[_Tok], engine: Engine = ENGINE) -> tuple[int, str] | None:
+    """Index of the first token after `vllm serve` / `-m vllm....` (the engine's own forms), and
+    the form found."""
     best: tuple[int, str] | None = None
     for i, t in enumerate(toks):
         base = t.value.rsplit("/", 1)[-1]
-        cmd = next((c for c in ENGINE.commands
+        cmd = next((c for c in engine.commands
                     if base == c[0] and [x.value for x in toks[i + 1 : i + len(c)]] == list(c[1:])), None)
         if cmd is not None:
             best = (i + len(cmd), " ".join(cmd))
-        elif t.value == "-m" and i + 1 < len(toks) and toks[i + 1].value in _MODULES:
-            if toks[i + 1].value == "vllm.entrypoints.cli.main" and i + 2 < len(toks) and toks[i + 2].value == "serve":
+        elif t.value == "-m" and i + 1 < len(toks) and toks[i + 1].value in engine.modules:
+            if toks[i + 1].value.endswith(".cli.main") and i + 2 < len(toks) and toks[i + 2].value == "serve":
                 best = (i + 3, "python -m")
             else:
                 best = (i + 2, "python -m")
     return best
 
 
+def _engine_of(toks: list[_Tok], container: Mapping[str, Any], shell: bool) -> tuple[Engine, tuple[int, str] | None]:
+    """Which engine the container starts: its command or module first, then its image, then
+    flags only that engine takes (vLLM when nothing says)."""
+    for eng in _engines.ENGINES:
+        inv = _find_invocation(toks, eng)
+        if inv is not None:
+            return eng, inv
+    image = str(container.get("image") or "").lower()
+    for eng in _engines.ENGINES:
+        if any(m in image for m in eng.images):
+            return eng, None
+    for eng in _engines.ENGINES:
+        flags = {eng.canonical(t.value.split("=", 1)[0]) for t in toks if t.value.startswith("-")}
+        if flags & eng.strong_flags:
+            return eng, None
+    return ENGINE, None
+
+
 def is_vllm_container(container: Mapping[str, Any]) -> bool:
-    """Auto-detection: does this container run a vLLM server (by command, args or image)?"""
+    """Auto-detection: does this container run an inference server kvwatch knows (vLLM,
+    SGLang: by command, module, args or image)?"""
     try:
         return parse_container(container).is_vllm
     except ArgError:
         return False
 
 
-def parse_container(container: Mapping[str, Any], generation: str = "v1") -> VllmCommand:
-    """Read the KV-relevant flags of one container (a pod-spec container as a dict).
+def parse_container(container: Mapping[str, Any], generation: str = "v1", engine: Engine | None = None) -> VllmCommand:
+    """Read the KV-relevant flags of one container (a pod-spec container as a dict), with the
+    flags of the engine it starts (found from the container unless `engine` is given).
 
     Raises ArgError only for a script kvwatch cannot tokenise; an unrecognised command gives
     form "not vllm" with defaults.
@@ -123,7 +145,18 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
     toks, shell = _tokens(container)
     warnings: list[str] = []
 
-    inv = _find_invocation([t for t in toks])
+    if engine is None:
+        engine, inv = _engine_of(toks, container, shell)
+    else:
+        inv = _find_invocation(toks, engine)
+    SPECS = engine.arg_specs
+    canonical = engine.canonical
+    if engine is not ENGINE and generation in ("v1", "v0"):
+        generation = engine.name  # vLLM's generations mean nothing to another engine
+
+    def default_for(n: str, gen: str) -> Any:
+        return engine.default(n, gen)
+
     if inv is not None:
         start, form = inv
         if shell:
@@ -132,15 +165,16 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
         image = str(container.get("image") or "")
         has_cmd = bool(container.get("command"))
         flags = {canonical(t.value.split("=", 1)[0]) for t in toks if t.value.startswith("-")}
-        if not has_cmd and not shell and (any(m in image.lower() for m in ENGINE.images) or flags & _STRONG_FLAGS):
+        if not has_cmd and not shell and (any(m in image.lower() for m in engine.images) or flags & engine.strong_flags):
             start, form = 0, "image entrypoint"  # vllm/vllm-openai: ENTRYPOINT is the API server
-        elif flags & _STRONG_FLAGS and toks:
+        elif flags & engine.strong_flags and toks:
             first_flag = next(i for i, t in enumerate(toks) if t.value.startswith("-"))
             start, form = first_flag, "wrapper"
-            warnings.append("vLLM is started through a wrapper; flags are read where they appear")
+            warnings.append(f"{engine.label} is started through a wrapper; flags are read where they appear")
         else:
             values = {n: ArgValue(n, default_for(n, generation), "default", note=SPECS[n].note) for n in SPECS}
-            return VllmCommand(name, "not vllm", values, generation, ("no vLLM server found in this container",))
+            return VllmCommand(name, "not vllm", values, generation, ("no vLLM server found in this container",),
+                               engine=engine.name)
 
     # The invocation runs until the next shell separator.
     end = len(toks)
@@ -156,7 +190,8 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
     n_eq = n_us = nflags = 0
     i = 0
     # A positional model right after `vllm serve`.
-    if form in ("vllm serve", "shell", "image entrypoint") and body and not body[0].value.startswith("-"):
+    if ("model" in SPECS and form in ("vllm serve", "shell", "image entrypoint") and body
+            and not body[0].value.startswith("-")):
         raw_values["model"] = (body[0].value, body[0])
         i = 1
     while i < len(body):
@@ -182,7 +217,7 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
             takes_value = nxt is not None and not nxt.value.startswith("-")
             if spec is not None and spec.kind == "bool":
                 takes_value = takes_value and nxt is not None and nxt.value.lower() in _BOOL_WORDS and not negated
-            elif cname in _BOOLEAN_FLAGS or cname.startswith("no-") or cname.startswith("disable-"):
+            elif cname in engine.boolean_flags or cname.startswith("no-") or cname.startswith("disable-"):
                 takes_value = False
             if takes_value:
                 value_tok = nxt
@@ -214,13 +249,13 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
             warnings.append(f"--{n}: {note}")
             continue
         try:
-            val = coerce(n, resolved) if n != "model" else resolved
+            val = coerce(n, resolved, engine) if spec.kind != "str" else resolved
         except ArgError as e:
             values[n] = ArgValue(n, None, "env" if env_var else "flag", text, env_var, str(e))
             warnings.append(str(e))
             continue
         values[n] = ArgValue(n, val, "env" if env_var else "flag", text, env_var, note)
-    if generation == "v1" and values["swap-space"].source != "default":
+    if generation == "v1" and "swap-space" in values and values["swap-space"].source != "default":
         warnings.append("--swap-space is ignored by the V1 engine")
     return VllmCommand(
         name,
@@ -232,6 +267,7 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1") -> Vll
         last,
         n_eq * 2 > nflags,  # new flags follow the style most existing ones use
         n_us * 2 > nflags,
+        engine.name,
     )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ...engines import vllm as VLLM_MOD
+from . import sglang_rules
 from .changes import eff_before
 from .parse import VllmCommand
 from .values import ArgError, coerce
@@ -62,6 +63,9 @@ def kv_preflight(
     gpu-memory-utilization moves (old - new) x GPU memory out of the pool, converted to tokens
     with the model's KV bytes per token (per GPU: divided by the tensor-parallel size).
     """
+    if cmd.engine == sglang_rules.ENGINE_NAME:
+        return Preflight(*sglang_rules.preflight(lambda n: eff_before(cmd, n), changes, cache_config,
+                                                 gpu_total_bytes, kv_bytes_token))
     cfg = dict(cache_config or {})
     msgs: list[str] = []
     cap = _num(cfg, "kv_cache_size_tokens")

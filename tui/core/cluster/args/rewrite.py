@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping
 
 from .parse import VllmCommand
 from .tokens import _sh_word, _Tok
-from .values import SPECS, ArgError, format_value
+from .values import ArgError, format_value
 
 
 @dataclass(frozen=True)
@@ -52,9 +52,10 @@ def rewrite_container(container: Mapping[str, Any], cmd: VllmCommand, changes: M
     def flag_text(name: str) -> str:
         return "--" + (name.replace("-", "_") if cmd._style_us else name)
 
-    for name in (n for n in SPECS if n in changes):
+    specs = cmd.specs
+    for name in (n for n in specs if n in changes):
         val = changes[name]
-        spec = SPECS[name]
+        spec = specs[name]
         o = cmd._occ.get(name)
         av = cmd.values[name]
         text = format_value(val)

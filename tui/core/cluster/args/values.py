@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ...engines import vllm as VLLM_MOD
-from ...engines.base import ArgSpec
+from ...engines.base import ArgSpec, Engine
 
 __all__ = ["ArgSpec"]  # re-exported: the spec type of the flags below
 
@@ -35,17 +35,13 @@ class ArgError(ValueError):
     """A value the SRE typed that vLLM would reject (or kvwatch cannot write)."""
 
 
-def canonical(flag: str) -> str:
-    """`--max_num_seqs` -> `max-num-seqs`; `-tp` -> `tensor-parallel-size`."""
-    name = flag.lstrip("-")
-    if flag.startswith("-") and not flag.startswith("--") and name in _SHORT_ALIASES:
-        return _SHORT_ALIASES[name]
-    return name.replace("_", "-")
+def canonical(flag: str, engine: Engine = ENGINE) -> str:
+    """`--max_num_seqs` -> `max-num-seqs`; `-tp` -> `tensor-parallel-size` (the engine's spellings)."""
+    return engine.canonical(flag)
 
 
-def default_for(name: str, generation: str = "v1") -> Any:
-    spec = SPECS[name]
-    return spec.default_v0 if generation == "v0" else spec.default_v1
+def default_for(name: str, generation: str = "v1", engine: Engine = ENGINE) -> Any:
+    return engine.default(name, generation)
 
 
 # Value coercion and validation
@@ -64,9 +60,9 @@ def _human_int(text: str) -> int:
     return int(val)
 
 
-def coerce(name: str, raw: Any) -> Any:
+def coerce(name: str, raw: Any, engine: Engine = ENGINE) -> Any:
     """Turn a typed or textual value into the flag's type; ArgError with a clear message if not."""
-    spec = SPECS.get(name)
+    spec = engine.arg_specs.get(name)
     if spec is None:
         raise ArgError(f"kvwatch does not edit --{name}")
     if isinstance(raw, str):
@@ -123,6 +119,16 @@ def check_range(name: str, value: Any) -> None:
         raise ArgError(f"--block-size must be >= 1 (got {value})")
     if name == "swap-space" and value < 0:
         raise ArgError(f"--swap-space must be >= 0 GiB (got {value:g})")
+    # SGLang's flags (engines/sglang.py)
+    if name == "mem-fraction-static" and not 0 < value < 1:
+        raise ArgError(f"--mem-fraction-static must be > 0 and < 1 (got {value:g})")
+    if name in ("max-running-requests", "max-total-tokens", "context-length", "page-size", "max-prefill-tokens",
+                "tp-size", "dp-size") and value < 1:
+        raise ArgError(f"--{name} must be >= 1 (got {value})")
+    if name == "chunked-prefill-size" and value < 1 and value != -1:
+        raise ArgError(f"--chunked-prefill-size must be >= 1, or -1 to disable chunking (got {value})")
+    if name == "schedule-conservativeness" and value <= 0:
+        raise ArgError(f"--schedule-conservativeness must be > 0 (got {value:g})")
 
 
 def format_value(value: Any) -> str:

@@ -54,7 +54,7 @@ class SimApply(SimState):
             old = self._template(d)
             if plan.action == "edit":
                 try:
-                    new_args = with_changes(d.current.args, plan.data["changes"])
+                    new_args = with_changes(d.current.args, plan.data["changes"], d.sglang)
                     new_args.validate()
                 except (ValueError, TypeError) as e:
                     return ActionResult(False, f"{t}: rejected: {e}", 422, {"kind": "invalid"})

@@ -22,20 +22,24 @@ class SimPlans(SimState):
             req,
             kind="Deployment",
             gpu_total_bytes=req.gpu_total_bytes or d.gpu_total_bytes,
-            generation="v0" if d.v0 else req.generation,
+            generation="v0" if d.v0 else ("sglang" if d.sglang else req.generation),
         )
         plan = build_edit_plan(self._dep_dict(d), req, **self._flags())
         if not plan.ok or not plan.data.get("changes"):
             return plan
         # The simulator knows vLLM's start-up arithmetic exactly: use it as the preflight.
-        new_args = with_changes(d.current.args, plan.data["changes"])
+        try:
+            new_args = with_changes(d.current.args, plan.data["changes"], d.sglang)
+        except ValueError as e:  # an SGLang knob the simulator does not model
+            return replace(plan, errors=(str(e),))
         try:
             kv = self.fleet.kv_plan(new_args, d.name)
             err = kv.error
         except ValueError as e:
             kv, err = None, f"ValueError: {e}"
         if err:
-            pf = A.Preflight("fail", (f"vLLM would refuse to start and the pod would crash-loop: {err}",))
+            who = "SGLang" if d.sglang else "vLLM"
+            pf = A.Preflight("fail", (f"{who} would refuse to start and the pod would crash-loop: {err}",))
             return replace(plan, preflight=pf, warnings=plan.warnings + pf.messages)
         assert kv is not None
         msg = f"KV pool {kv.kv_cache_size_tokens:,} tokens: {kv.max_concurrency:.1f} full-length ({kv.max_model_len:,}) sequences at once"

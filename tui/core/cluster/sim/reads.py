@@ -90,7 +90,7 @@ class SimReads(SimState):
                 refs.append(PodRef(n, p.phase or "?", bool(p.ready), p.node, why, p.restarts))
             ready = sum(1 for r in refs if r.ready)
             want = d.desired if rev is d.current else len(mine)
-            line = " ".join(container_for(d.model, rev.args)["args"])
+            line = " ".join(container_for(d.model, rev.args, d.sglang)["args"])
             return ReplicaSetInfo(f"{d.name}-r{rev.number}", rev.number, want, ready, ready, tuple(refs), line, rev.started)
 
         new = rs(d.current)

@@ -17,6 +17,7 @@ from ...sim.fleet import DEFAULT_LOAD_S, SimFleet
 from ..audit import AuditLog
 from ..base import Cluster
 from ..plans import container_spec
+from . import sglang
 from ..values import REVISION_ANNOTATION, ClusterError, Condition, ContextPolicy, DeploymentInfo, EventInfo
 
 
@@ -49,21 +50,26 @@ class SimDeployment:
     rv: int = 1
     annotations: dict[str, str] = field(default_factory=dict)
     uid: str = ""
+    sglang: bool = False  # its pods run SGLang (flags, container and metric names)
 
     @property
     def current(self) -> SimRevision:
         return self.revisions[-1]
 
 
-def container_for(model: str, args: EngineArgs) -> dict[str, Any]:
+def container_for(model: str, args: EngineArgs, sglang_pods: bool = False) -> dict[str, Any]:
     """The pod template's vLLM container for `args`: explicit KV flags, as production specs have."""
+    if sglang_pods:
+        return sglang.container(model, args)
     cli = args.cli()
     if "--gpu-memory-utilization" not in cli:
         cli += ["--gpu-memory-utilization", str(args.gpu_memory_utilization)]
     return {"name": "vllm", "image": "vllm/vllm-openai:v0.10.1", "command": ["vllm", "serve", model], "args": cli + ["--port", "8000"]}
 
 
-def with_changes(args: EngineArgs, changes: Mapping[str, Any]) -> EngineArgs:
+def with_changes(args: EngineArgs, changes: Mapping[str, Any], sglang_pods: bool = False) -> EngineArgs:
+    if sglang_pods:
+        return replace(args, **{sglang.field_for(k): v for k, v in changes.items()})
     return replace(args, **{k.replace("-", "_"): v for k, v in changes.items()})
 
 
@@ -116,7 +122,8 @@ class SimState(Cluster):
                 with fleet.lock:
                     model, v0, total = r.model.name, bool(r.v0), int(r.gpu_spec.total_bytes)
                 d = self._deps[st.group] = SimDeployment(
-                    st.group, model, v0, total, 0, [SimRevision(1, fleet.engine_args(name), "", now)], uid=f"sim-{st.group}"
+                    st.group, model, v0, total, 0, [SimRevision(1, fleet.engine_args(name), "", now)], uid=f"sim-{st.group}",
+                    sglang=bool(r.sglang),
                 )
             d.desired += 1
             self._pod_key[name] = d.current.key
@@ -268,7 +275,7 @@ class SimState(Cluster):
         )
 
     def _template(self, d: SimDeployment, rev: SimRevision | None = None) -> dict[str, Any]:
-        return container_for(d.model, (rev or d.current).args)
+        return container_for(d.model, (rev or d.current).args, d.sglang)
 
     def _dep_dict(self, d: SimDeployment) -> dict[str, Any]:
         """The Deployment as the API server would return it (for the shared plan builders)."""
@@ -317,4 +324,5 @@ class SimState(Cluster):
     def revisions(self, name: str) -> list[dict[str, Any]]:
         """Revision history (the rollout view's `history`): number, args line, change cause."""
         d = self._deps[name]
-        return [{"revision": r.number, "args": " ".join(container_for(d.model, r.args)["args"]), "cause": r.cause} for r in d.revisions]
+        return [{"revision": r.number, "args": " ".join(container_for(d.model, r.args, d.sglang)["args"]), "cause": r.cause}
+                for r in d.revisions]

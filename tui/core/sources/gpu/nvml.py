@@ -52,6 +52,59 @@ class NvmlSampler(LibrarySampler):
     source = "nvml"
     SHUTDOWN = "nvmlShutdown"
 
+    def __init__(self, lib: Any | None = None) -> None:
+        super().__init__(lib)
+        self._events: Any = None  # NVML event set for XID errors; False: not available
+        self._xid: dict[str, float] = {}  # GPU index -> last XID code seen (sticky, as DCGM's)
+
+    def close(self) -> None:
+        if self._events not in (None, False):
+            self._get("nvmlEventSetFree", self._events)
+        self._events = None
+        super().close()
+
+    def compute_pids(self) -> dict[str, set[int]] | None:
+        """GPU index -> PIDs of the compute processes on it; None when the driver cannot list them."""
+        self.open()
+        out: dict[str, set[int]] = {}
+        for i in range(self._lib.nvmlDeviceGetCount()):
+            h = self._get("nvmlDeviceGetHandleByIndex", i)
+            procs = self._get("nvmlDeviceGetComputeProcesses", h) if h is not None else None
+            if procs is None:
+                return None
+            out[str(i)] = {int(p.pid) for p in procs}
+        return out
+
+    def _poll_xid(self, count: int) -> bool:
+        """Read pending XID events without waiting; False when the driver offers no events."""
+        lib = self._lib
+        if self._events is None:
+            es = self._get("nvmlEventSetCreate")
+            kind = getattr(lib, "nvmlEventTypeXidCriticalError", None)
+            register = getattr(lib, "nvmlDeviceRegisterEvents", None)
+            registered = 0
+            if es is not None and kind is not None and register is not None:
+                for i in range(count):
+                    h = self._get("nvmlDeviceGetHandleByIndex", i)
+                    try:
+                        register(h, kind, es)
+                        registered += 1
+                    except self._field_error():
+                        continue  # this GPU (e.g. a MIG-only one) offers no XID events
+            self._events = es if es is not None and kind is not None and registered else False
+        if self._events is False:
+            return False
+        wait = getattr(lib, "nvmlEventSetWait_v2", None) or getattr(lib, "nvmlEventSetWait", None)
+        for _ in range(64):  # a burst of events is drained over a few refreshes, never forever
+            try:
+                data = wait(self._events, 0)
+            except self._field_error():
+                break  # NVML_ERROR_TIMEOUT: nothing pending
+            idx = self._get("nvmlDeviceGetIndex", data.device)
+            if idx is not None:
+                self._xid[str(idx)] = float(data.eventData)
+        return True
+
     def open(self) -> None:
         if self._lib is not None:
             return
@@ -75,6 +128,7 @@ class NvmlSampler(LibrarySampler):
             count = lib.nvmlDeviceGetCount()
         except lib.NVMLError as e:
             raise GpuUnavailable(f"NVML unavailable: {_reason(e)}") from None
+        events = self._poll_xid(count)
         out = []
         for i in range(count):
             h = self._get("nvmlDeviceGetHandleByIndex", i)
@@ -105,6 +159,7 @@ class NvmlSampler(LibrarySampler):
                     util_pct=float(util.gpu) if util is not None else None,
                     throttle_reasons=names.throttle_names(int(mask)) if mask is not None else (),
                     ecc_uncorrected=float(ecc) if ecc is not None else None,
+                    xid_errors=self._xid.get(str(i), 0.0) if events else None,
                     temperature_c=float(temp) if temp is not None else None,
                 )
             )

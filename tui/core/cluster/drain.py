@@ -1,4 +1,9 @@
-"""The drain (runbook preemption-thrash step 2): spare up, out of rotation, wait idle, delete.
+"""The drain (runbook preemption-thrash step 2): spare up, out of rotation, wait idle, remove.
+
+The plan's `mechanism` says how the pod leaves (see `plans.build_drain_plan`): on Kubernetes it
+waits until no EndpointSlice lists the pod and judges in-flight only from scrapes taken after
+that, then the ReplicaSet removes exactly the target (pod-deletion-cost + scale-down) or it is
+evicted (PodDisruptionBudgets honoured; kubectl/pkg/drain evicts too); the simulator deletes.
 
 One orchestration for every cluster: it works only through the `Cluster` interface (reads for
 the spare's readiness, plans for each sub-action, `apply_confirmed` because the sub-actions were
@@ -33,9 +38,10 @@ async def drain(
     """Spare up, take the target out of rotation, wait for it to go idle, delete it.
 
     Yields a DrainStep as each step starts and ends. `load()` returns the target's live
-    (running, waiting) from its metrics, or None when unknown. Setting `cancel` stops at the
-    next poll and puts the target back in rotation if it was taken out; the spare replica
-    stays until `plan_restore` is applied (the summary step says so).
+    (running, waiting[, scraped-at unix time]) from its metrics, or None when unknown. Setting
+    `cancel` stops at the next poll and puts the target back in rotation if it was taken out;
+    on Kubernetes the spare goes too, in the simulator it stays until `plan_restore` is applied
+    (the summary step says so). The last step's data lists every pod removed, created or detached.
     """
     t0 = cluster.now()
 

@@ -53,6 +53,9 @@ async def test_readonly_refuses_every_action_and_sends_nothing(env: Env, tmp_pat
         rc, doc, err = await cli(env, tmp_path, *argv, "--readonly")
         assert rc == 1 and doc["refused"] and "read-only" in doc["refused"], (argv, doc, err)
         assert doc["requests"] == []
+    # the same flag before the subcommand counts too
+    rc, doc, _ = await cli(env, tmp_path, "--readonly", "scale", "deployment/llama", "--replicas", "3", "--yes")
+    assert rc == 1 and "read-only" in doc["refused"]
     assert env.emu.mutating_calls() == []
     rc, doc, _ = await cli(env, tmp_path, "rollout", "status", "deployment/llama", "--readonly")
     assert rc == 0 and doc["result"]["state"] == "done"  # reads still work

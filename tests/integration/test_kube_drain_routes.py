@@ -107,3 +107,28 @@ async def test_drain_of_a_leaderworkerset_pod_evicts_without_a_spare_or_a_detach
         versions = [v for v in env.emu.objects[("v1/pods", NS, "big-1")].history if v is not None]  # None: deleted
         assert all(any(r.get("kind") == "StatefulSet" for r in v["metadata"].get("ownerReferences") or []) for v in versions)
         assert env.emu.get("statefulsets", NS, "big")["spec"]["replicas"] == 2
+
+
+async def test_a_replicaset_that_ignores_pod_deletion_cost_still_loses_only_the_target(env: Env) -> None:
+    from tests.k8s_emulator.core import DELETION_COST
+
+    before = {p["metadata"]["name"] for p in env.pods()}
+    target = sorted(before)[0]
+    seen: list[str] = []
+
+    def load() -> tuple[float, float, float]:
+        # as a cluster without PodDeletionCost ranks them: the spare (newest, same cost) goes first
+        for p in env.pods():
+            name = p["metadata"]["name"]
+            if name not in before and not seen:
+                seen.append(name)
+                p["metadata"].setdefault("annotations", {})[DELETION_COST] = "-2147483648"
+                env.emu._write("pods", p, "MODIFIED")
+        return (0.0, 0.0, time.time())
+
+    steps = await run_drain(env, target, load)
+    seq = [(s.step, s.status) for s in steps]
+    assert ("remove", "warn") in seq and ("evict", "ok") in seq and seq[-1] == ("done", "ok"), steps[-1].message
+    assert seen and seen[0] in next(s.message for s in steps if s.step == "remove")
+    live = {p["metadata"]["name"] for p in env.pods() if not p["metadata"].get("deletionTimestamp")}
+    assert target not in live and len(live) == 2 and env.deployment()["spec"]["replicas"] == 2

@@ -15,17 +15,19 @@ KIND_HELP = "KIND/NAME as kubectl spells it: deployment/llama, statefulset/vllm 
 
 def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: the same flags given before the subcommand (kvwatch --context X drain POD) are kept
+    keep = argparse.SUPPRESS
     g = p.add_argument_group("cluster")
-    g.add_argument("-n", "--namespace", default=None, help="namespace (default: the context's)")
-    g.add_argument("--context", default=None, help="kube context (default: the kubeconfig's current one)")
-    g.add_argument("--kubeconfig", default=None, metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    g.add_argument("--readonly", action="store_true", help="refuse every mutating request (exit 1); reads still work")
+    g.add_argument("-n", "--namespace", default=keep, help="namespace (default: the context's)")
+    g.add_argument("--context", default=keep, help="kube context (default: the kubeconfig's current one)")
+    g.add_argument("--kubeconfig", default=keep, metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    g.add_argument("--readonly", action="store_true", default=keep, help="refuse every mutating request (exit 1); reads still work")
     a = p.add_argument_group("confirmation and output")
     a.add_argument("--dry-run", action="store_true", help="print the plan and send no mutating request (server-side dry runs only)")
     a.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation on the terminal")
     a.add_argument("--confirm", metavar="NAME", default=None,
                    help="in a context marked production, --yes needs this too: the target's name, repeated")
-    a.add_argument("--json", action="store_true",
+    a.add_argument("--json", action="store_true", default=keep,
                    help='print {"action","target","requests","warnings","refused","result"}: requests are the exact '
                         "mutating HTTP requests (method, path with query, body), in order")
     p.set_defaults(func=_run, all_namespaces=False, selector=None, port=None, via="proxy", config_defaults=False)

@@ -1,4 +1,9 @@
-"""The drain (runbook preemption-thrash step 2): spare up, out of rotation, wait idle, delete.
+"""The drain (runbook preemption-thrash step 2): spare up, out of rotation, wait idle, remove.
+
+The plan's `mechanism` says how the pod leaves (see `plans.build_drain_plan`): on Kubernetes it
+waits until no EndpointSlice lists the pod and judges in-flight only from scrapes taken after
+that, then the ReplicaSet removes exactly the target (pod-deletion-cost + scale-down) or it is
+evicted (PodDisruptionBudgets honoured; kubectl/pkg/drain evicts too); the simulator deletes.
 
 One orchestration for every cluster: it works only through the `Cluster` interface (reads for
 the spare's readiness, plans for each sub-action, `apply_confirmed` because the sub-actions were
@@ -33,9 +38,10 @@ async def drain(
     """Spare up, take the target out of rotation, wait for it to go idle, delete it.
 
     Yields a DrainStep as each step starts and ends. `load()` returns the target's live
-    (running, waiting) from its metrics, or None when unknown. Setting `cancel` stops at the
-    next poll and puts the target back in rotation if it was taken out; the spare replica
-    stays until `plan_restore` is applied (the summary step says so).
+    (running, waiting[, scraped-at unix time]) from its metrics, or None when unknown. Setting
+    `cancel` stops at the next poll and puts the target back in rotation if it was taken out;
+    on Kubernetes the spare goes too, in the simulator it stays until `plan_restore` is applied
+    (the summary step says so). The last step's data lists every pod removed, created or detached.
     """
     t0 = cluster.now()
 
@@ -267,6 +273,12 @@ async def _run(
             yield step("done", "ok", f"drained {pod}{restore}", restore_replicas=original, owner=owner)
             return
         if mech == "scale-down":
+            present = before
+            if selector:
+                try:
+                    present = {p.name for p in await cluster.list_pods(ns, selector) if p.phase != "Terminating"}
+                except ClusterError:
+                    pass
             _, r = await _sub_action(cluster, cluster.plan_deletion_cost(ns, pod))
             if r.ok:
                 # kubectl scale's equivalent; the ReplicaSet deletes the lowest pod-deletion-cost first
@@ -279,7 +291,22 @@ async def _run(
                     yield await scale_back("not removed")
                 return
             st["removed"], st["scaled"] = True, False
-            yield step("remove", "ok", f"deployment/{owner} back to {original}: the ReplicaSet removes {pod} (pod-deletion-cost), with its own grace period")
+            which = await _removed_by_scale_down(cluster, ns, pod, selector, present, poll_s, idle_timeout_s)
+            if which == pod:
+                yield step("remove", "ok", f"deployment/{owner} back to {original}: the ReplicaSet removes {pod} (pod-deletion-cost), with its own grace period")
+            elif which is None:
+                yield step("remove", "warn", f"deployment/{owner} back to {original}; {pod} is not terminating yet: check which pod the ReplicaSet removes")
+            else:
+                # pod-deletion-cost ignored (Kubernetes < 1.22, or the PodDeletionCost feature gate off): the target is
+                # still there, idle and out of rotation; evicting it lets the ReplicaSet replace it at the same count
+                yield step("remove", "warn", f"the ReplicaSet removed {which}, not {pod} (pod-deletion-cost ignored); evicting {pod}")
+                _, r = await _sub_action(cluster, cluster.plan_evict(ns, pod, grace))
+                if not r.ok:
+                    st["removed"] = False
+                    yield await uncordon_after_cancel()
+                    yield step("evict", "failed", r.message + "; put back in rotation")
+                    return
+                yield step("evict", "ok", r.message)
         else:
             _, r = await _sub_action(cluster, cluster.plan_evict(ns, pod, grace))
             if not r.ok:
@@ -307,6 +334,27 @@ async def _run(
                 await uncordon_after_cancel()
             except Exception:  # noqa: BLE001 - best effort on the way out
                 pass
+
+
+async def _removed_by_scale_down(cluster: Cluster, ns: str, pod: str, selector: str, present: set[str], poll_s: float, timeout_s: float) -> str | None:
+    """Which pod the ReplicaSet took away after the scale-down: `pod` when it did as asked,
+    another name when it ignored pod-deletion-cost, None when nothing is terminating yet."""
+    if not selector:
+        return pod
+    deadline = cluster.now() + min(timeout_s, 60.0)
+    while True:
+        try:
+            pods = {p.name: p for p in await cluster.list_pods(ns, selector)}
+        except ClusterError:
+            return None
+        if pod not in pods or pods[pod].phase == "Terminating":
+            return pod
+        other = sorted(n for n in present if n != pod and (n not in pods or pods[n].phase == "Terminating"))
+        if other:
+            return other[0]
+        if cluster.now() >= deadline:
+            return None
+        await cluster.sleep(poll_s)
 
 
 async def _sub_action(cluster: Cluster, planned: Awaitable[ActionPlan]) -> tuple[ActionPlan | None, ActionResult]:

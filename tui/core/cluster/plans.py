@@ -438,32 +438,32 @@ def build_drain_plan(
     pod = target.name
     spare = (bool(owner) and replicas is not None) if spare is None else spare
     grace = f"--grace-period={grace_s}" if grace_s is not None else "(the pod's own terminationGracePeriodSeconds)"
-    lines = [f"routes: {', '.join(routes) if routes else 'none found (an external router)'}"] if mechanism != "delete" else []
-    lines += [f"budget: {b}" for b in budgets]
-    if why:
-        lines.append(f"mechanism: {mechanism}: {why}")
     if mechanism == "delete":  # the simulator's drain: spare, label, idle, delete, restore
-        old = [f"1. scale deployment/{owner} {replicas} -> {replicas + 1}; wait until the spare is ready"] if spare else []
-        old += [f"2. label pod/{pod} {key}={drain_value} (out of rotation)", "3. wait until its running + waiting reaches 0", f"4. delete pod/{pod} {grace}"]
+        lines = [f"1. scale deployment/{owner} {replicas} -> {replicas + 1}; wait until the spare is ready"] if spare else []
+        lines += [f"2. label pod/{pod} {key}={drain_value} (out of rotation)", "3. wait until its running + waiting reaches 0", f"4. delete pod/{pod} {grace}"]
         if spare:
-            old.append(f"then: restore deployment/{owner} to {replicas} replicas (restore key)")
-        lines = old
-    steps = [f"scale deployment/{owner} {replicas} -> {replicas + 1}; wait until one more pod is ready"] if spare else []
-    if mechanism == "quarantine":
-        steps.append(f"label pod/{pod} {key}={drain_value} (out of rotation AND detached: the ReplicaSet starts its replacement)")
+            lines.append(f"then: restore deployment/{owner} to {replicas} replicas (restore key)")
     else:
-        steps.append(f"label pod/{pod} {key}={drain_value} (out of rotation)")
-    if mechanism != "delete":
-        steps.append("wait until no EndpointSlice lists the pod's IP")
-    steps.append("wait until its running + waiting reaches 0" + (" (scrapes taken after that only)" if mechanism != "delete" else ""))
-    if mechanism == "scale-down":
-        steps.append(f"annotate pod/{pod} controller.kubernetes.io/pod-deletion-cost=-2147483648")
-        steps.append(f"scale deployment/{owner} {replicas + 1 if spare else replicas} -> {replicas}: the ReplicaSet removes exactly pod/{pod} {grace}")
-    elif mechanism in ("evict", "quarantine"):
-        steps.append(f"evict pod/{pod} (policy/v1 Eviction; PodDisruptionBudgets honoured) {grace}")
-        if spare:
-            steps.append(f"scale deployment/{owner} {replicas + 1} -> {replicas} (removes the replacement the ReplicaSet starts)")
-    diff = "\n".join(lines + ([f"{i}. {s}" for i, s in enumerate(steps, 1)] if mechanism != "delete" else []))
+        lines = [f"routes: {', '.join(routes) if routes else 'none found (an external router)'}"]
+        lines += [f"budget: {b}" for b in budgets]
+        if why:
+            lines.append(f"mechanism: {mechanism}: {why}")
+        steps = [f"scale deployment/{owner} {replicas} -> {replicas + 1}; wait until one more pod is ready"] if spare else []
+        detach = " AND detached: the ReplicaSet starts its replacement" if mechanism == "quarantine" else ""
+        steps += [
+            f"label pod/{pod} {key}={drain_value} (out of rotation{detach})",
+            "wait until no EndpointSlice lists the pod's IP",
+            "wait until its running + waiting reaches 0 (scrapes taken after that only)",
+        ]
+        if mechanism == "scale-down":
+            steps.append(f"annotate pod/{pod} {DELETION_COST}=-2147483648")
+            steps.append(f"scale deployment/{owner} {replicas + 1 if spare else replicas} -> {replicas}: the ReplicaSet removes exactly pod/{pod} {grace}")
+        else:
+            steps.append(f"evict pod/{pod} (policy/v1 Eviction; PodDisruptionBudgets honoured) {grace}")
+            if spare:
+                steps.append(f"scale deployment/{owner} {replicas + 1} -> {replicas} (removes the replacement the ReplicaSet starts)")
+        lines += [f"{i}. {s}" for i, s in enumerate(steps, 1)]
+    diff = "\n".join(lines)
     return ActionPlan(
         "drain",
         target,

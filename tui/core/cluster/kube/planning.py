@@ -53,6 +53,13 @@ class KubePlans(KubeControl):
     async def plan_edit_args(self, req: EditArgsRequest) -> ActionPlan:
         dep = await self._read_workload(req.namespace, req.name, req.kind)
         plan = build_edit_plan(dep, req, **self._flags())
+        spec = dep.get("spec") or {}
+        if plan.ok and req.kind == "StatefulSet" and spec.get("podManagementPolicy", "OrderedReady") == "OrderedReady" \
+                and (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate":
+            # k8s docs, StatefulSet "Forced rollback": a pod broken by the new template is never replaced by a later fix
+            note = ("OrderedReady StatefulSet: if a pod never becomes Ready with these args, the rollout stops there and a "
+                    "corrected edit does not replace it; that pod must then be deleted by hand (rollout status names it)")
+            plan = dataclasses.replace(plan, warnings=tuple(plan.warnings) + (note,))
         return _refuse(plan, *await self._reverted_by(req.namespace, req.kind, dep, replicas=False))
 
     async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan:

@@ -57,7 +57,6 @@ async def run_drain(env: Env, target: str, load: Any, **kw: Any) -> list:
 # ---- defect 2: scale from 0 ----
 
 
-@xfail(2, "the Scale subresource omits replicas=0, the JSON Patch test fails and is called a conflict")
 async def test_scale_up_from_zero_succeeds_and_a_real_change_is_still_a_conflict(env: Env) -> None:
     c = env.cluster()
     assert (await c.scale(NS, "llama", 0)).ok and env.deployment()["spec"]["replicas"] == 0
@@ -344,7 +343,6 @@ async def test_metrics_port_of_kserve_huggingfaceserver_with_the_vllm_backend(en
 # ---- defect 12: field manager ----
 
 
-@xfail(12, "writes carry no fieldManager")
 async def test_every_write_carries_field_manager_kvwatch(env: Env) -> None:
     c = env.cluster()
     pod = env.pods()[0]["metadata"]["name"]

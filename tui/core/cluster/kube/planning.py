@@ -40,13 +40,15 @@ class KubePlans(KubeTransport):
         if refused is not None:
             return refused
         scale = await self._call(self._workload(kind)[2], name, namespace)
-        cur = int((scale.get("spec") or {}).get("replicas") or 0)
+        spec = scale.get("spec") or {}
+        cur = int(spec.get("replicas") or 0)
+        rv = None if "replicas" in spec else str((scale.get("metadata") or {}).get("resourceVersion") or "") or None
         warnings = []
         if replicas > cur:
             warnings.append("each new replica needs free GPUs and loads the model for minutes; watch for Pending pods")
         if replicas == 0:
             warnings.append("0 replicas: the model stops serving")
-        return build_scale_plan(target, cur, replicas, warnings, **self._flags())
+        return build_scale_plan(target, cur, replicas, warnings, resource_version=rv, **self._flags())
 
     async def plan_restart(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
         dep = await self._read_workload(namespace, name, kind)

@@ -24,6 +24,10 @@ from ..values import ClusterError, ContextPolicy, policy_for, sanitize
 from .errors import map_error
 
 
+FIELD_MANAGER = "kvwatch"
+WRITE_PREFIXES = ("create_", "patch_", "replace_")
+
+
 class KubeTransport(Cluster):
     """The client, its calls, construction and the pod discovery filter the other parts share."""
 
@@ -152,6 +156,10 @@ class KubeTransport(Cluster):
 
     def _sync(self, fn: Callable[..., Any], args: tuple, kw: dict, text: bool = False) -> Any:
         kw.setdefault("_request_timeout", self.request_timeout)
+        if getattr(fn, "__name__", "").startswith(WRITE_PREFIXES):
+            # managedFields name kvwatch as the writer (kubectl sends fieldManager=kubectl-client-side-apply etc.);
+            # the generated client's create_*/patch_*/replace_* all take field_manager (kubernetes/client/api/*_api.py)
+            kw.setdefault("field_manager", FIELD_MANAGER)
         kw["_preload_content"] = False
         try:
             resp = fn(*args, **kw)

@@ -311,7 +311,6 @@ async def test_watch_resumes_after_an_error_and_relists_only_on_410(env: Env) ->
 # ---- defect 11: metrics port ----
 
 
-@xfail(11, "only a literal --port is read; $(VAR) from the container env is not expanded")
 async def test_metrics_port_expands_env_var_references(env: Env) -> None:
     env.emu.add(vllm_deployment("envport", args=["--port", "$(VLLM_PORT)"], env=[{"name": "VLLM_PORT", "value": "9100"}], labels={"serving": "true"}))
     c = env.cluster()
@@ -319,7 +318,6 @@ async def test_metrics_port_expands_env_var_references(env: Env) -> None:
     assert ":9100/proxy/metrics" in c.metrics_url(pod)
 
 
-@xfail(11, "without --port the declared containerPort named http/metrics is not used")
 async def test_metrics_port_falls_back_to_the_named_container_port(env: Env) -> None:
     d = vllm_deployment("named", args=["--max-num-seqs", "64"], labels={"serving": "true"})
     d["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 9000, "name": "metrics"}]
@@ -329,7 +327,6 @@ async def test_metrics_port_falls_back_to_the_named_container_port(env: Env) -> 
     assert ":9000/proxy/metrics" in c.metrics_url(pod)
 
 
-@xfail(11, "KServe's huggingfaceserver with --backend=vllm serves on 8080, not vLLM's 8000")
 async def test_metrics_port_of_kserve_huggingfaceserver_with_the_vllm_backend(env: Env) -> None:
     d = vllm_deployment("hf", command=["python", "-m", "huggingfaceserver"], args=["--model_name=llama", "--backend=vllm"], labels={"serving": "true"})
     d["spec"]["template"]["spec"]["containers"][0].pop("ports")

@@ -274,14 +274,12 @@ async def test_statefulset_stuck_on_a_broken_pod_says_to_delete_it(tmp_path: Pat
 # ---- defect 10: lists and watches ----
 
 
-@xfail(10, "the first list has no paging")
 async def test_pod_list_is_paged(env: Env) -> None:
     await env.cluster().list_pods(NS)
     lists = [c for c in env.emu.calls if c.method == "GET" and c.path.endswith("/pods") and "watch" not in c.query]
     assert lists and all("limit" in c.query for c in lists)
 
 
-@xfail(10, "every watch error re-lists from scratch instead of resuming from the last resourceVersion")
 async def test_watch_resumes_after_an_error_and_relists_only_on_410(env: Env) -> None:
     c = env.cluster(watch_timeout_s=1)
     gen = c.watch_pods(NS)
@@ -350,7 +348,6 @@ async def test_every_write_carries_field_manager_kvwatch(env: Env) -> None:
     assert writes and all(w.query.get("fieldManager") == "kvwatch" for w in writes), [(w.method, w.path, w.query) for w in writes]
 
 
-@xfail(10, "under -A the ClusterSource keys pods by name, so two namespaces' vllm-0 collide")
 async def test_two_namespaces_pods_with_the_same_name_do_not_collide(tmp_path: Path) -> None:
     async for env in make_env(tmp_path, statefulset_controller=True):
         for ns in ("team-a", "team-b"):

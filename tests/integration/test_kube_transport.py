@@ -4,10 +4,17 @@ before its fix and seen to fail on the old code."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
+from tests.integration.kube_env import NS, Env, env, make_env  # noqa: F401 - fixture
+from tests.integration.test_kube_discovery import PAGE
+from tests.k8s_emulator import vllm_deployment, vllm_statefulset
 from tui.core.cluster.base import EditArgsRequest
+from tui.core.export import fleet_json
+from tui.core.monitor import Monitor
+from tui.core.sources.kube import ClusterSource
 
 DEP = rf"/apis/apps/v1/namespaces/{NS}/deployments/llama$"
 
@@ -60,3 +67,43 @@ async def test_scale_from_zero_is_guarded_by_the_resource_version(env: Env) -> N
     res = await c.apply(plan)
     assert not res.ok and res.details["kind"] == "conflict", res.message
     assert env.deployment()["spec"]["replicas"] == 0
+
+
+# ---- defect 10: paging, and replicas keyed namespace/name under -A ----
+
+
+async def test_a_long_pod_list_is_read_page_by_page(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui.core.cluster.kube import transport
+
+    monkeypatch.setattr(transport, "LIST_PAGE", 1)
+    env.emu.add(vllm_deployment("more", replicas=3, labels={"serving": "true"}))
+    env.emu.calls.clear()
+    pods = await env.cluster().list_pods(NS)
+    assert len(pods) == 5
+    lists = [c for c in env.emu.calls if c.path.endswith("/pods")]
+    assert len(lists) == 5 and all(c.query["limit"] == "1" for c in lists) and sum("continue" in c.query for c in lists) == 4
+
+
+async def test_an_expired_continue_token_restarts_the_list_once(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui.core.cluster.kube import transport
+
+    monkeypatch.setattr(transport, "LIST_PAGE", 1)
+    env.emu.fail("GET", rf"/api/v1/namespaces/{NS}/pods$", 410, "The provided continue parameter is too old", times=1)
+    pods = await env.cluster().list_pods(NS)
+    assert len(pods) == 2
+
+
+async def test_json_output_under_all_namespaces_keeps_name_and_adds_key_and_namespace(tmp_path: Path) -> None:
+    async for e in make_env(tmp_path, statefulset_controller=True):
+        for ns in ("team-a", "team-b"):
+            e.emu.add(vllm_statefulset("vllm", ns=ns, replicas=1))
+            e.emu.pod_metrics[(ns, "vllm-0")] = PAGE
+        src = ClusterSource(e.cluster(all_namespaces=True, namespace=None, watch_timeout_s=2), timeout=2.0)
+        mon = Monitor(src)
+        await mon.start()
+        try:
+            rows = [r for r in fleet_json(await mon.refresh())["replicas"] if r["name"] == "vllm-0"]
+        finally:
+            await src.close()
+        assert sorted((r["key"], r["namespace"]) for r in rows) == [("team-a/vllm-0", "team-a"), ("team-b/vllm-0", "team-b")]
+        assert all(r["verdict"] for r in rows)

@@ -630,7 +630,8 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
 
     def expire_watches(self) -> None:
         """Compact history: open watches end with 410 Gone; resuming from or continuing at any older revision gets 410."""
-        self._log_floor = self._rv + 1
+        self._rv += 1  # history moves on, then is compacted up to now: a list taken after this can be watched from
+        self._log_floor = self._rv
         self._log.clear()
         for w in list(self._watchers):
             w.q.put_nowait(_expired(self._rv))

@@ -66,7 +66,7 @@ class ClusterSource:
         self.clock = clock
         self.keep_raw = keep_raw
         self.first_list_timeout = first_list_timeout
-        self.pods: dict[str, PodInfo] = {}
+        self.pods: dict[str, PodInfo] = {}  # by replica key (`key`)
         self.last_error: str | None = None
         self._removed: set[str] = set()
         self._synced = asyncio.Event()
@@ -74,6 +74,20 @@ class ClusterSource:
         self._direct: DirectSource | None = None
         if getattr(cluster, "via", "proxy") == "direct":
             self._direct = DirectSource([], timeout=timeout, clock=clock, keep_raw=keep_raw)
+
+    @property
+    def qualified(self) -> bool:
+        """Under -A two namespaces may each have a `vllm-0`: replicas are keyed namespace/name."""
+        return bool(getattr(self.cluster, "all_namespaces", False)) and not self.namespace
+
+    def key(self, pod: PodInfo) -> str:
+        """The replica's name everywhere (history, JSON, recordings, selection): the pod name in
+        one namespace, namespace/name across all of them."""
+        return f"{pod.namespace}/{pod.name}" if self.qualified else pod.name
+
+    def lookup(self, name: str) -> PodInfo | None:
+        """The pod of a replica key, or of a bare pod name (Prometheus rows carry only `pod`)."""
+        return self.pods.get(name) or next((p for p in self.pods.values() if p.name == name), None)
 
     @property
     def description(self) -> str:
@@ -93,17 +107,17 @@ class ClusterSource:
     async def _watch(self) -> None:
         async for ev in self.cluster.watch_pods(self.namespace, self.selector):
             if ev.type == "SYNC":
-                fresh = {p.name: p for p in ev.pods}
+                fresh = {self.key(p): p for p in ev.pods}
                 self._removed |= set(self.pods) - set(fresh)
                 self.pods = fresh
                 self.last_error = None
                 self._synced.set()
             elif ev.type in ("ADDED", "MODIFIED") and ev.pod is not None:
-                self.pods[ev.pod.name] = ev.pod
-                self._removed.discard(ev.pod.name)
+                self.pods[self.key(ev.pod)] = ev.pod
+                self._removed.discard(self.key(ev.pod))
             elif ev.type == "DELETED" and ev.pod is not None:
-                if self.pods.pop(ev.pod.name, None) is not None:
-                    self._removed.add(ev.pod.name)
+                if self.pods.pop(self.key(ev.pod), None) is not None:
+                    self._removed.add(self.key(ev.pod))
             elif ev.type == "ERROR":
                 self.last_error = ev.message
 
@@ -119,10 +133,10 @@ class ClusterSource:
         pods = list(self.pods.values())
         idle = [p for p in pods if p.phase in NOT_SERVING or (self._direct is not None and not p.pod_ip)]
         live = [p for p in pods if p not in idle]
-        out = [Scrape(ts=ts, replica=p.name, error=f"pod {p.phase or 'has no IP'}", pod=p, group=p.owner_name) for p in idle]
+        out = [Scrape(ts=ts, replica=self.key(p), error=f"pod {p.phase or 'has no IP'}", pod=p, group=p.owner_name) for p in idle]
         if self._direct is not None:
-            by_name = {p.name: p for p in live}
-            self._direct.set_targets(Target(p.name, self.cluster.metrics_url(p), group=p.owner_name) for p in live)
+            by_name = {self.key(p): p for p in live}
+            self._direct.set_targets(Target(self.key(p), self.cluster.metrics_url(p), group=p.owner_name) for p in live)
             for s in await self._direct.poll():
                 out.append(replace(s, pod=by_name.get(s.replica), ts=ts))
         else:
@@ -135,16 +149,16 @@ class ClusterSource:
         pod = s.pod
         if pod is None or not s.ok or s.gpu is not None:
             return s
-        task = self._gpu_tasks.get(pod.name)
+        task = self._gpu_tasks.get(s.replica)
         if task is None or task.done():
-            self._gpu_tasks[pod.name] = asyncio.get_running_loop().create_task(
+            self._gpu_tasks[s.replica] = asyncio.get_running_loop().create_task(
                 self.gpu_exec.sample(pod.namespace, pod.name))
         gpu = self.gpu_exec.peek(pod.namespace, pod.name)
         return replace(s, gpu=gpu) if gpu is not None else s
 
     async def _scrape(self, pod: PodInfo, ts: float) -> Scrape:
         t0 = time.perf_counter()
-        base = {"ts": ts, "replica": pod.name, "pod": pod, "group": pod.owner_name}
+        base = {"ts": ts, "replica": self.key(pod), "pod": pod, "group": pod.owner_name}
         try:
             async with asyncio.timeout(self.timeout):
                 text = await self.cluster.fetch_metrics(pod, self.timeout)

@@ -47,9 +47,9 @@ class KubeReads(KubeTransport):
         sel = selector if selector is not None else self.selector
         kw = {"label_selector": sel} if sel else {}
         if self.all_namespaces and namespace is None:
-            data = await self._call(self.core.list_pod_for_all_namespaces, **kw)
+            data = await self._list(self.core.list_pod_for_all_namespaces, **kw)
         else:
-            data = await self._call(self.core.list_namespaced_pod, self._ns(namespace), **kw)
+            data = await self._list(self.core.list_namespaced_pod, self._ns(namespace), **kw)
         return [self._to_info(p) for p in data.get("items") or [] if self._keep(p, sel)]
 
     def metrics_url(self, pod: PodInfo) -> str:

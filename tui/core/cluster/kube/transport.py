@@ -25,6 +25,7 @@ from .errors import map_error
 
 
 FIELD_MANAGER = "kvwatch"
+LIST_PAGE = 500  # items per list page (kubectl's --chunk-size default)
 WRITE_PREFIXES = ("create_", "patch_", "replace_")
 
 
@@ -172,6 +173,33 @@ class KubeTransport(Cluster):
             return json.loads(data) if data else {}
         except ValueError:
             raise ClusterError("server", "API server sent a response that is not JSON") from None
+
+    def _list_sync(self, fn: Callable[..., Any], args: tuple = (), kw: dict | None = None) -> dict:
+        """A whole list in pages of `LIST_PAGE` (`limit` / `continue`), each page its own request
+        with its own timeout; a continue token that expired (410) restarts the list once."""
+        # k8s.io/apimachinery pkg/apis/meta/v1/types.go ListOptions.Limit/Continue; kubectl and client-go's pager
+        # (k8s.io/client-go/tools/pager/pager.go) page at 500 and fall back to a full list on 410 Expired
+        for attempt in (0, 1):
+            items: list = []
+            token: str | None = None
+            try:
+                while True:
+                    page_kw = dict(kw or {}, limit=LIST_PAGE)
+                    if token:
+                        page_kw["_continue"] = token
+                    data = self._sync(fn, args, page_kw)
+                    items.extend(data.get("items") or [])
+                    meta = data.get("metadata") or {}
+                    token = meta.get("continue") or None
+                    if not token:
+                        return {**data, "items": items, "metadata": {k: v for k, v in meta.items() if k not in ("continue", "remainingItemCount")}}
+            except ClusterError as e:
+                if e.status != 410 or attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _list(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> dict:
+        return await asyncio.to_thread(self._list_sync, fn, args, kw)
 
     async def _call(self, fn: Callable[..., Any], *args: Any, _text: bool = False, **kw: Any) -> Any:
         return await asyncio.to_thread(self._sync, fn, args, kw, _text)

@@ -350,10 +350,7 @@ async def test_every_write_carries_field_manager_kvwatch(env: Env) -> None:
 
 async def test_two_namespaces_pods_with_the_same_name_do_not_collide(tmp_path: Path) -> None:
     async for env in make_env(tmp_path, statefulset_controller=True):
-        for ns in ("team-a", "team-b"):
-            env.emu.add(vllm_statefulset("vllm", ns=ns, replicas=1))
-            env.emu.pod_metrics[(ns, "vllm-0")] = PAGE
-        src = ClusterSource(env.cluster(all_namespaces=True, namespace=None, watch_timeout_s=2), timeout=2.0)
+        src = ClusterSource(env.same_pod_in("team-a", "team-b", page=PAGE), timeout=2.0)
         await src.start()
         try:
             got = {(s.pod.namespace, s.pod.name) for s in await src.poll() if s.pod.name == "vllm-0"}

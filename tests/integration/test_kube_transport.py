@@ -10,7 +10,7 @@ import pytest
 
 from tests.integration.kube_env import NS, Env, env, make_env  # noqa: F401 - fixture
 from tests.integration.test_kube_discovery import PAGE
-from tests.k8s_emulator import vllm_deployment, vllm_statefulset
+from tests.k8s_emulator import vllm_deployment
 from tui.core.cluster.base import EditArgsRequest
 from tui.core.export import fleet_json
 from tui.core.monitor import Monitor
@@ -95,10 +95,7 @@ async def test_an_expired_continue_token_restarts_the_list_once(env: Env, monkey
 
 async def test_json_output_under_all_namespaces_keeps_name_and_adds_key_and_namespace(tmp_path: Path) -> None:
     async for e in make_env(tmp_path, statefulset_controller=True):
-        for ns in ("team-a", "team-b"):
-            e.emu.add(vllm_statefulset("vllm", ns=ns, replicas=1))
-            e.emu.pod_metrics[(ns, "vllm-0")] = PAGE
-        src = ClusterSource(e.cluster(all_namespaces=True, namespace=None, watch_timeout_s=2), timeout=2.0)
+        src = ClusterSource(e.same_pod_in("team-a", "team-b", page=PAGE), timeout=2.0)
         mon = Monitor(src)
         await mon.start()
         try:

@@ -384,7 +384,6 @@ async def test_proxy_scrapes_stay_within_a_request_budget(tmp_path: Path) -> Non
 # ---- defect 1: exec shares the app's ApiClient ----
 
 
-@xfail(1, "kubernetes.stream swaps call_api on the shared ApiClient while an exec runs")
 async def test_api_calls_during_an_exec_do_not_go_over_the_websocket(env: Env) -> None:
     c = env.cluster()
     pod = env.pods()[0]["metadata"]["name"]

@@ -4,6 +4,8 @@ before its fix and seen to fail on the old code."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
@@ -104,3 +106,25 @@ async def test_json_output_under_all_namespaces_keeps_name_and_adds_key_and_name
             await src.close()
         assert sorted((r["key"], r["namespace"]) for r in rows) == [("team-a/vllm-0", "team-a"), ("team-b/vllm-0", "team-b")]
         assert all(r["verdict"] for r in rows)
+
+
+# ---- defect 1: exec on its own ApiClient ----
+
+
+async def test_overlapping_execs_leave_lists_and_patches_on_plain_http(env: Env) -> None:
+    c = env.cluster()
+    pods = [p["metadata"]["name"] for p in env.pods()]
+    env.emu.fail("GET", r"/exec$", 500, "exec is slow to connect", delay=0.6)
+    first = asyncio.create_task(c.exec_in_pod(NS, pods[0], "vllm", ["nvidia-smi"]))
+    await asyncio.sleep(0.2)
+    second = asyncio.create_task(c.exec_in_pod(NS, pods[1], "vllm", ["nvidia-smi"]))  # ends after the first
+    await asyncio.sleep(0.2)
+    during = await c.list_pods(NS)  # both execs are connecting
+    assert (await c.scale(NS, "llama", 3)).ok
+    for t in (first, second):
+        with contextlib.suppress(Exception):
+            await t
+    after = await c.list_pods(NS)  # the shared client was never swapped, so nothing is left swapped
+    assert (await c.scale(NS, "llama", 2)).ok
+    assert {p.name for p in during} >= set(pods) and len(after) >= 2
+    assert c.api.call_api.__func__ is type(c.api).call_api  # still the client's own HTTP transport

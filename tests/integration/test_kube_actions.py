@@ -47,7 +47,8 @@ async def test_edit_sends_the_exact_patch_after_a_dry_run(env: Env) -> None:
     assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1
     assert res.details["generation"] == after["metadata"]["generation"]
     [line] = env.audit.read()
-    assert (line["user"], line["context"], line["action"], line["target"]) == ("sre", "kind-test", "edit", "deployment/llama -n serving")
+    assert (line["user"], line["context"], line["action"], line["target"]) == (env.emu.identity, "kind-test", "edit", "deployment/llama -n serving")
+    assert line["kubeconfig_user"] == "sre" and line["user_source"] == "SelfSubjectReview"
     assert line["diff"] == plan.diff and line["result"]["ok"] is True and line["patch"] == plan.patch
 
 

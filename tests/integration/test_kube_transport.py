@@ -128,3 +128,35 @@ async def test_overlapping_execs_leave_lists_and_patches_on_plain_http(env: Env)
     assert (await c.scale(NS, "llama", 2)).ok
     assert {p.name for p in during} >= set(pods) and len(after) >= 2
     assert c.api.call_api.__func__ is type(c.api).call_api  # still the client's own HTTP transport
+
+
+# ---- defect 12: identity, access reviews ----
+
+
+async def test_identity_is_asked_once_even_for_concurrent_actions(env: Env) -> None:
+    c = env.cluster()
+    res = await asyncio.gather(c.scale(NS, "llama", 3), c.restart(NS, "llama"))
+    assert all(r.ok for r in res)
+    assert sum(1 for x in env.emu.calls if x.path.endswith("selfsubjectreviews")) == 1
+    assert {e["user"] for e in env.audit.read()} == {env.emu.identity}
+
+
+async def test_without_selfsubjectreview_the_audit_names_the_kubeconfig_entry_and_says_so(env: Env) -> None:
+    env.emu.fail("POST", r"selfsubjectreviews$", 404, "the server could not find the requested resource")
+    assert (await env.cluster().scale(NS, "llama", 3)).ok
+    line = env.audit.read()[-1]
+    assert line["user"] == "sre" and line["user_source"].startswith("kubeconfig user entry") and "SelfSubjectReview" in line["user_source"]
+
+
+async def test_statefulset_keys_are_checked_against_statefulsets(env: Env) -> None:
+    env.emu.deny("patch", "statefulsets")
+    perms = await env.cluster().permissions(NS)
+    assert perms.allowed("edit", "Deployment") and not perms.allowed("edit", "StatefulSet")
+    assert not perms.allowed("restart", "StatefulSet") and perms.allowed("scale", "StatefulSet")
+
+
+async def test_readonly_asks_about_no_write_at_all(env: Env) -> None:
+    perms = await env.cluster(readonly=True).permissions(NS)
+    asked = [c.body["spec"]["resourceAttributes"]["verb"] for c in env.emu.calls if c.path.endswith("selfsubjectaccessreviews")]
+    assert asked and set(asked) <= {"get", "list", "watch"}
+    assert not perms.allowed("gpu-exec") and perms.allowed("logs")

@@ -3,7 +3,7 @@
 One class assembled from one module per responsibility: `transport` (the client, its calls as
 plain dicts in worker threads, construction from kubeconfig), `errors` (client failures ->
 `ClusterError`), `reads` (pods, workloads, rollout status, logs, events, RBAC, contexts),
-`watch` (the pod watch), `exec` (in-pod commands), `planning` (reads -> `ActionPlan`; the pure
+`watch` (the pod watch), `exec` (in-pod commands), `identity` (the authenticated user for the audit log), `planning` (reads -> `ActionPlan`; the pure
 builders are in `..plans`) and `apply` (a confirmed plan -> the API). Credentials come from
 kubeconfig or the in-cluster service account only, and no message built here contains them.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 from .apply import JSON_PATCH, MERGE_PATCH, KubeApply
 from .errors import map_error
 from .exec import KubeExec
+from .identity import KubeIdentity
 from .planning import KubePlans
 from .reads import KubeReads
 from .watch import KubeWatch
@@ -20,5 +21,5 @@ from .watch import KubeWatch
 __all__ = ["JSON_PATCH", "MERGE_PATCH", "KubeCluster", "map_error"]
 
 
-class KubeCluster(KubeReads, KubeWatch, KubeExec, KubePlans, KubeApply):
+class KubeCluster(KubeIdentity, KubeReads, KubeWatch, KubeExec, KubePlans, KubeApply):
     kind = "kubernetes"

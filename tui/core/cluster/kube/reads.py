@@ -26,6 +26,7 @@ from ..values import (
     ACTION_VERBS,
     MUTATING_ACTIONS,
     REVISION_ANNOTATION,
+    WRITE_VERBS,
     ClusterError,
     ContextInfo,
     DeploymentInfo,
@@ -242,13 +243,17 @@ class KubeReads(KubeTransport):
 
         Read-only: mutating actions are denied without asking the API server."""
         ns = self._ns(namespace)
+
+        def refused(action: str, verbs: tuple) -> bool:
+            return self.readonly and (action in MUTATING_ACTIONS or any(v[0] in WRITE_VERBS for v in verbs))
+
         checks: dict[tuple[str, str, str, str], Permission] = {}
-        wanted = {v for action, verbs in ACTION_VERBS.items() if not (self.readonly and action in MUTATING_ACTIONS) for v in verbs}
+        wanted = {v for action, verbs in ACTION_VERBS.items() if not refused(action, verbs) for v in verbs}
         results = await asyncio.gather(*(self._review(ns, *v) for v in sorted(wanted)))
         checks = dict(zip(sorted(wanted), results))
         out: dict[str, Permission] = {}
         for action, verbs in ACTION_VERBS.items():
-            if self.readonly and action in MUTATING_ACTIONS:
+            if refused(action, verbs):
                 out[action] = Permission(False, "read-only")
                 continue
             denied = [checks[v] for v in verbs if not checks[v].allowed]

@@ -157,7 +157,8 @@ class KubeTransport(Cluster):
 
     def _sync(self, fn: Callable[..., Any], args: tuple, kw: dict, text: bool = False) -> Any:
         kw.setdefault("_request_timeout", self.request_timeout)
-        if getattr(fn, "__name__", "").startswith(WRITE_PREFIXES):
+        name = getattr(fn, "__name__", "")
+        if name.startswith(WRITE_PREFIXES) and "review" not in name:  # reviews persist nothing
             # managedFields name kvwatch as the writer (kubectl sends fieldManager=kubectl-client-side-apply etc.);
             # the generated client's create_*/patch_*/replace_* all take field_manager (kubernetes/client/api/*_api.py)
             kw.setdefault("field_manager", FIELD_MANAGER)

@@ -46,20 +46,11 @@ class KubeIdentity(KubeTransport):
                     self._identity_note = "SelfSubjectReview: no username"
         return self._identity
 
-    def record(self, plan: ActionPlan, res: ActionResult) -> None:
-        self.audit.record(
-            user=self._identity or self.user,
-            user_source="SelfSubjectReview" if self._identity else f"kubeconfig user entry ({self._identity_note or 'identity not resolved'})",
-            kubeconfig_user=self.user,
-            context=self.context,
-            action=plan.action,
-            target=str(plan.target),
-            diff=plan.diff,
-            ok=res.ok,
-            message=res.message,
-            status=res.status_code,
-            patch=plan.patch,
-        )
+    def audit_user(self) -> dict[str, Any]:
+        if self._identity:
+            return {"user": self._identity, "user_source": "SelfSubjectReview", "kubeconfig_user": self.user}
+        why = self._identity_note or "identity not resolved"
+        return {"user": self.user, "user_source": f"kubeconfig user entry ({why})", "kubeconfig_user": self.user}
 
     async def apply(self, plan: ActionPlan, *, typed_name: str | None = None) -> ActionResult:
         await self.whoami()

@@ -160,3 +160,64 @@ async def test_readonly_asks_about_no_write_at_all(env: Env) -> None:
     asked = [c.body["spec"]["resourceAttributes"]["verb"] for c in env.emu.calls if c.path.endswith("selfsubjectaccessreviews")]
     assert asked and set(asked) <= {"get", "list", "watch"}
     assert not perms.allowed("gpu-exec") and perms.allowed("logs")
+
+
+# ---- defect 12: a 401 re-authenticates once through the kubeconfig exec plugin ----
+
+PLUGIN = """import json, pathlib, sys
+here = pathlib.Path(sys.argv[1])
+with open(here / "runs", "a") as f:
+    f.write("run\\n")
+token = (here / "token").read_text().strip()
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}))
+"""
+
+
+def exec_kubeconfig(tmp: Path, server: str) -> Path:
+    import sys
+
+    import yaml
+
+    (tmp / "plugin.py").write_text(PLUGIN)
+    (tmp / "token").write_text("first")
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": sys.executable, "args": [str(tmp / "plugin.py"), str(tmp)], "interactiveMode": "Never"}}
+    cfg = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "emu", "cluster": {"server": server}}],
+        "users": [{"name": "sso", "user": user}],
+        "contexts": [{"name": "emu", "context": {"cluster": "emu", "user": "sso", "namespace": NS}}],
+        "current-context": "emu",
+    }
+    path = tmp / "kubeconfig"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+async def test_a_401_reauthenticates_once_for_concurrent_requests(env: Env) -> None:
+    from tui.core.cluster.kube import KubeCluster
+
+    path = exec_kubeconfig(env.tmp, str(env.srv.url).rstrip("/"))
+    env.emu.bearer = "first"
+    c = KubeCluster.connect(kubeconfig=str(path), audit=env.audit)
+    assert len(await c.list_pods()) == 2
+    runs = lambda: len((env.tmp / "runs").read_text().splitlines())  # noqa: E731
+    assert runs() == 1
+    (env.tmp / "token").write_text("second")  # the identity provider rotated the token early: "first" is revoked
+    env.emu.bearer = "second"
+    got = await asyncio.gather(*(c.list_pods() for _ in range(6)))
+    assert all(len(g) == 2 for g in got)
+    assert runs() == 2, "concurrent 401s must share one re-authentication"
+    assert (await c.scale(NS, "llama", 3)).ok
+
+
+async def test_a_401_that_persists_after_reauthentication_is_reported(env: Env) -> None:
+    from tui.core.cluster.base import ClusterError
+    from tui.core.cluster.kube import KubeCluster
+
+    path = exec_kubeconfig(env.tmp, str(env.srv.url).rstrip("/"))
+    env.emu.bearer = "nobody-has-this"
+    c = KubeCluster.connect(kubeconfig=str(path), audit=env.audit)
+    with pytest.raises(ClusterError) as e:
+        await c.list_pods()
+    assert e.value.kind == "unauthorized" and len((env.tmp / "runs").read_text().splitlines()) == 2  # connect + one retry

@@ -13,6 +13,7 @@ import asyncio
 import copy
 import json
 import os
+import threading
 from typing import Any, Callable, Mapping
 
 from ...model import PodInfo
@@ -81,6 +82,9 @@ class KubeTransport(Cluster):
         self.rotation_label = rotation_label
         self.drain_value = drain_value
         self._ports: dict[tuple[str, str], int] = {}
+        self._reload_auth: Callable[[], None] | None = None  # set by connect(): load the credentials again
+        self._auth_lock = threading.RLock()
+        self._auth_gen = 0  # bumped by each re-authentication
 
     @classmethod
     def connect(
@@ -132,7 +136,45 @@ class KubeTransport(Cluster):
             # the message names files and fields, never their contents
             raise ClusterError("bad-input", f"cannot load Kubernetes config: {type(e).__name__}: {sanitize(str(e).splitlines()[0] if str(e) else '')[:200]}") from None
         cfg.retries = 1
-        return cls(client.ApiClient(cfg), context=ctx_name, user=user, namespace=ns or "default", kubeconfig=kubeconfig, **kw)
+        out = cls(client.ApiClient(cfg), context=ctx_name, user=user, namespace=ns or "default", kubeconfig=kubeconfig, **kw)
+        if use_incluster:
+            out._reload_auth = lambda: config.load_incluster_config(client_configuration=cfg)  # re-reads the rotated token file
+        else:
+            # load_kube_config runs the user's exec plugin (or reads its token) again (kubernetes/config/kube_config.py
+            # KubeConfigLoader._load_authentication -> _load_from_exec_plugin)
+            out._reload_auth = lambda: config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg)
+        out._serialise_refresh(cfg)
+        return out
+
+    def _serialise_refresh(self, cfg: Any) -> None:
+        """The client calls `refresh_api_key_hook` before every request and runs the exec plugin
+        when the token has expired (kube_config.py _set_config._refresh_api_key): without a lock
+        every scrape thread would run the plugin at once."""
+        hook = getattr(cfg, "refresh_api_key_hook", None)
+        if hook is None:
+            return
+
+        def serialised(c: Any) -> None:
+            with self._auth_lock:
+                hook(c)
+
+        cfg.refresh_api_key_hook = serialised
+
+    def _reauthenticate(self, seen_gen: int) -> bool:
+        """After a 401: load the credentials again, once for all the requests that failed with
+        the same credentials (`seen_gen`); True when a retry may succeed."""
+        if self._reload_auth is None:
+            return False
+        with self._auth_lock:
+            if self._auth_gen != seen_gen:  # another thread already re-authenticated
+                return True
+            try:
+                self._reload_auth()
+            except Exception:  # noqa: BLE001 - the plugin failed: the 401 stands, with its own message
+                return False
+            self._auth_gen += 1
+            self._serialise_refresh(self.api.configuration)
+            return True
 
     def with_namespace(self, namespace: str | None, all_namespaces: bool = False) -> "KubeTransport":
         other = copy.copy(self)
@@ -163,11 +205,18 @@ class KubeTransport(Cluster):
             # the generated client's create_*/patch_*/replace_* all take field_manager (kubernetes/client/api/*_api.py)
             kw.setdefault("field_manager", FIELD_MANAGER)
         kw["_preload_content"] = False
-        try:
-            resp = fn(*args, **kw)
-            data = resp.data
-        except Exception as e:  # noqa: BLE001 - mapped to one typed error
-            raise map_error(e, self.host) from None
+        for attempt in (0, 1):
+            gen = self._auth_gen
+            try:
+                resp = fn(*args, **kw)
+                data = resp.data
+                break
+            except Exception as e:  # noqa: BLE001 - mapped to one typed error
+                err = map_error(e, self.host)
+                # a 401 (token revoked or expired early): one re-authentication through kubeconfig, then one retry
+                if err.kind == "unauthorized" and not attempt and self._reauthenticate(gen):
+                    continue
+                raise err from None
         if text:
             return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data or "")
         try:

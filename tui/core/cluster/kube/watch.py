@@ -51,6 +51,7 @@ class KubeWatch(KubeTransport):
             backoff = 0.5
             known: set[tuple[str, str]] = set()
             while not stop.is_set():
+                gen = self._auth_gen
                 try:
                     if rv is None:
                         data = self._list_sync(list_fn)
@@ -108,6 +109,8 @@ class KubeWatch(KubeTransport):
                     emit(PodEvent("ERROR", message=err.message))
                     if err.status == 410:
                         rv = None  # the resourceVersion itself is gone: re-list
+                    if err.kind == "unauthorized" and self._reauthenticate(gen):
+                        continue  # new credentials: watch again at once
                     stop.wait(backoff)
                     backoff = min(backoff * 2, 30.0)
                 finally:

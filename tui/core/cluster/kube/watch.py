@@ -109,8 +109,8 @@ class KubeWatch(KubeTransport):
                     emit(PodEvent("ERROR", message=err.message))
                     if err.status == 410:
                         rv = None  # the resourceVersion itself is gone: re-list
-                    if err.kind == "unauthorized" and self._reauthenticate(gen):
-                        continue  # new credentials: watch again at once
+                    if err.kind == "unauthorized":
+                        self._reauthenticate(gen)  # new credentials for the next try, after the back-off
                     stop.wait(backoff)
                     backoff = min(backoff * 2, 30.0)
                 finally:

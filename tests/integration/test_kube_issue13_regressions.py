@@ -362,7 +362,6 @@ async def test_two_namespaces_pods_with_the_same_name_do_not_collide(tmp_path: P
 # ---- defect 9: the pod proxy load on the API server ----
 
 
-@xfail(9, "every pod is scraped through the API server's proxy at once, with no request budget")
 async def test_proxy_scrapes_stay_within_a_request_budget(tmp_path: Path) -> None:
     async for env in make_env(tmp_path):
         env.emu.add(vllm_deployment("fleet", replicas=80, labels={"serving": "true"}))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,86 @@ async def test_a_401_that_persists_after_reauthentication_is_reported(env: Env) 
     with pytest.raises(ClusterError) as e:
         await c.list_pods()
     assert e.value.kind == "unauthorized" and len((env.tmp / "runs").read_text().splitlines()) == 2  # connect + one retry
+
+
+# ---- defect 9: the pod-proxy budget, timeouts from sending, actions beside the scrapes ----
+
+
+def fleet(env: Env, n: int) -> None:
+    """`n` more vLLM pods serving a page, each proxied request taking 50 ms."""
+    env.emu.add(vllm_deployment("fleet", replicas=n, labels={"serving": "true"}))
+    for p in env.emu.items("pods", NS):
+        env.emu.pod_metrics[(NS, p["metadata"]["name"])] = PAGE
+    env.emu.proxy_delay = 0.05
+
+
+async def test_a_scrape_timeout_starts_when_the_request_is_sent(env: Env) -> None:
+    fleet(env, 4)
+    env.emu.proxy_delay = 0.3
+    src = ClusterSource(env.cluster(watch_timeout_s=2, proxy_concurrency=1, proxy_rps=100.0), timeout=0.6)
+    await src.start()
+    try:
+        scrapes = await src.poll()  # 6 pods one at a time: the last waits 1.5 s for its turn
+    finally:
+        await src.close()
+    assert len(scrapes) == 6 and all(s.ok for s in scrapes), [s.error for s in scrapes if not s.ok]
+    assert env.emu.proxy_inflight_max == 1
+
+
+@pytest.mark.slow
+async def test_256_pods_through_the_proxy_keep_the_budget_while_a_plan_takes_under_2s(env: Env) -> None:
+    fleet(env, 254)
+    c = env.cluster(watch_timeout_s=30)
+    src = ClusterSource(c, timeout=5.0)
+    await src.start()
+    assert len(src.pods) == 256
+    plan_s: list[float] = []
+
+    async def plan_meanwhile() -> None:
+        await asyncio.sleep(8.0)  # the fleet is being scraped
+        t0 = time.monotonic()
+        plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64}))
+        plan_s.append(time.monotonic() - t0)
+        assert plan.ok
+
+    side = asyncio.create_task(plan_meanwhile())
+    t_end = time.monotonic() + 30.0
+    scraped: set[str] = set()
+    try:
+        while time.monotonic() < t_end:  # the dashboard's loop at --interval 1
+            t0 = time.monotonic()
+            scraped |= {s.replica for s in await src.poll() if s.ok}
+            await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
+        await side
+    finally:
+        await src.close()
+    proxied = sorted(x.at for x in env.emu.calls if "/proxy/" in x.path)
+    busiest = max(sum(1 for t in proxied if t0 <= t < t0 + 1.0) for t0 in proxied)
+    rate = len(proxied) / (proxied[-1] - proxied[0])
+    print(f"\n256 pods, 30 s: {len(proxied)} proxy requests, {rate:.1f}/s average, busiest second {busiest}, "
+          f"at most {env.emu.proxy_inflight_max} open; edit-args plan {plan_s[0]:.2f}s")
+    rps, concurrency = getattr(c, "proxy_rps", 40.0), getattr(c, "proxy_concurrency", 8)  # the defaults
+    assert busiest <= rps + 2 <= 50
+    assert env.emu.proxy_inflight_max <= concurrency
+    assert len(scraped) == 256, "every pod is scraped within the 30 s"
+    assert plan_s and plan_s[0] < 2.0
+
+
+async def test_a_plan_does_not_wait_behind_slow_scrapes(env: Env) -> None:
+    fleet(env, 62)
+    env.emu.proxy_delay = 0.5  # slow /metrics pages hold every scrape thread
+    c = env.cluster(watch_timeout_s=5)
+    src = ClusterSource(c, timeout=5.0)
+    await src.start()
+    polling = asyncio.create_task(src.poll())
+    try:
+        await asyncio.sleep(0.3)
+        t0 = time.monotonic()
+        plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64}))
+        took = time.monotonic() - t0
+    finally:
+        polling.cancel()
+        with contextlib.suppress(BaseException):
+            await polling
+        await src.close()
+    assert plan.ok and took < 2.0, f"the plan took {took:.2f}s behind the scrapes"

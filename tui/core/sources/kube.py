@@ -4,6 +4,12 @@
 the watch reports them (each Scrape carries its PodInfo and owner as the group). Pages are read
 through the API server's pod proxy (works from a bastion outside the pod network) or, with
 `--via direct`, from the pod IPs by the same `DirectSource` that `--url` uses.
+
+Through the proxy every page costs the API server a request, so scrapes keep to a budget
+(`budget.RequestBudget`: `--proxy-rps`, `--proxy-concurrency`): each poll scrapes the pods whose
+last scrape is at least one budget period old (pods / rps seconds), oldest first, so a large
+namespace is spread over several polls instead of arriving at the API server all at once; a pod
+not due keeps its last values, unchanged, until its turn.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from .. import engines
 from ..metrics.parser import not_metrics_reason
 from ..model import PodInfo, Scrape
 from ..results import ClusterError
+from .budget import RequestBudget
 from .direct import DirectSource, Target
 from .gpu.nvidia_smi import NvidiaSmiExec
 
@@ -72,8 +79,12 @@ class ClusterSource:
         self._synced = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._direct: DirectSource | None = None
+        self._budget: RequestBudget | None = None
+        self._started: dict[str, float] = {}  # replica key -> when its last proxied scrape was sent (monotonic)
         if getattr(cluster, "via", "proxy") == "direct":
             self._direct = DirectSource([], timeout=timeout, clock=clock, keep_raw=keep_raw)
+        elif getattr(cluster, "proxy_rps", None):
+            self._budget = RequestBudget(cluster.proxy_rps, getattr(cluster, "proxy_concurrency", 8))  # type: ignore[attr-defined]
 
     @property
     def qualified(self) -> bool:
@@ -124,6 +135,8 @@ class ClusterSource:
     def take_removed(self) -> set[str]:
         """Pods deleted since the last call (for `Monitor.forget`)."""
         out, self._removed = self._removed, set()
+        for k in out:
+            self._started.pop(k, None)
         return out
 
     async def poll(self) -> list[Scrape]:
@@ -140,7 +153,7 @@ class ClusterSource:
             for s in await self._direct.poll():
                 out.append(replace(s, pod=by_name.get(s.replica), ts=ts))
         else:
-            out.extend(await asyncio.gather(*(self._scrape(p, ts) for p in live)))
+            out.extend(await asyncio.gather(*(self._scrape(p, ts) for p in self._due(live))))
         if self.gpu_exec is not None:
             out = [self._with_gpu(s) for s in out]
         return out
@@ -156,7 +169,26 @@ class ClusterSource:
         gpu = self.gpu_exec.peek(pod.namespace, pod.name)
         return replace(s, gpu=gpu) if gpu is not None else s
 
+    def _due(self, live: list[PodInfo]) -> list[PodInfo]:
+        """The pods to scrape this poll: all of them when the budget sends them all within a
+        second; else those whose last scrape was sent a budget period (len(live) / rps) ago or
+        more, oldest first."""
+        gap = self._budget.period_for(len(live)) if self._budget is not None else 0.0
+        if gap <= 1.0:  # the whole fleet fits in a second of budget: every poll scrapes every pod
+            return live
+        now = time.monotonic()
+        due = [p for p in live if now - self._started.get(self.key(p), -1e9) >= gap]
+        due.sort(key=lambda p: self._started.get(self.key(p), -1e9))
+        return due
+
     async def _scrape(self, pod: PodInfo, ts: float) -> Scrape:
+        if self._budget is None:
+            return await self._scrape_now(pod, ts)
+        async with self._budget.slot():  # waiting for a turn is not part of the request's timeout
+            self._started[self.key(pod)] = time.monotonic()
+            return await self._scrape_now(pod, ts)
+
+    async def _scrape_now(self, pod: PodInfo, ts: float) -> Scrape:
         t0 = time.perf_counter()
         base = {"ts": ts, "replica": self.key(pod), "pod": pod, "group": pod.owner_name}
         try:

@@ -86,6 +86,7 @@ class KubeReads(KubeTransport):
             "metrics",
             _text=True,
             _request_timeout=timeout,
+            _pool=self._scrape_pool,  # as many threads as the budget lets requests be open: none waits here
         )
 
     async def get_deployment(self, namespace: str, name: str, kind: str = "Deployment") -> DeploymentInfo:

@@ -1,7 +1,7 @@
 """The Kubernetes adapter's transport: the official client, its calls in worker threads as plain
 dicts, and construction from kubeconfig or the in-cluster service account.
 
-The client is synchronous; every call runs in a worker thread (`asyncio.to_thread`) and comes back
+The client is synchronous; every call runs in a worker thread and comes back
 as plain dicts (`_preload_content=False`), so unknown fields survive a read-modify-write (roll back
 patches a whole pod template) and nothing depends on the client's model classes. Credentials come
 from kubeconfig or the in-cluster service account only, and no message built here contains them.
@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import json
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping
 
 from ...model import PodInfo
@@ -53,6 +55,8 @@ class KubeTransport(Cluster):
         kubeconfig: str | None = None,
         rotation_label: str | None = None,
         drain_value: str = "draining",
+        proxy_rps: float = 40.0,
+        proxy_concurrency: int = 8,
     ) -> None:
         if via not in ("proxy", "direct"):
             raise ClusterError("bad-input", f"--via must be proxy or direct, not {via!r}")
@@ -82,6 +86,12 @@ class KubeTransport(Cluster):
         self.rotation_label = rotation_label
         self.drain_value = drain_value
         self._ports: dict[tuple[str, str], int] = {}
+        # the pod-proxy budget (`sources.budget`): ClusterSource spaces the scrapes, these threads send them
+        self.proxy_rps = proxy_rps
+        self.proxy_concurrency = proxy_concurrency
+        # two thread pools: reads, plans and patches never queue behind scrapes (nor scrapes behind the default pool)
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kvwatch-api")
+        self._scrape_pool = ThreadPoolExecutor(max_workers=max(1, proxy_concurrency), thread_name_prefix="kvwatch-scrape")
         self._reload_auth: Callable[[], None] | None = None  # set by connect(): load the credentials again
         self._auth_lock = threading.RLock()
         self._auth_gen = 0  # bumped by each re-authentication
@@ -136,6 +146,8 @@ class KubeTransport(Cluster):
             # the message names files and fields, never their contents
             raise ClusterError("bad-input", f"cannot load Kubernetes config: {type(e).__name__}: {sanitize(str(e).splitlines()[0] if str(e) else '')[:200]}") from None
         cfg.retries = 1
+        # room for both thread pools' connections (urllib3 would open and discard extras, with a warning each)
+        cfg.connection_pool_maxsize = max(int(cfg.connection_pool_maxsize or 0), 8 + int(kw.get("proxy_concurrency", 8)) + 4)
         out = cls(client.ApiClient(cfg), context=ctx_name, user=user, namespace=ns or "default", kubeconfig=kubeconfig, **kw)
         if use_incluster:
             out._reload_auth = lambda: config.load_incluster_config(client_configuration=cfg)  # re-reads the rotated token file
@@ -195,6 +207,8 @@ class KubeTransport(Cluster):
             request_timeout=self.request_timeout,
             rotation_label=self.rotation_label,
             drain_value=self.drain_value,
+            proxy_rps=self.proxy_rps,
+            proxy_concurrency=self.proxy_concurrency,
         )
 
     def _sync(self, fn: Callable[..., Any], args: tuple, kw: dict, text: bool = False) -> Any:
@@ -249,10 +263,11 @@ class KubeTransport(Cluster):
         raise AssertionError("unreachable")
 
     async def _list(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> dict:
-        return await asyncio.to_thread(self._list_sync, fn, args, kw)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(self._list_sync, fn, args, kw))
 
-    async def _call(self, fn: Callable[..., Any], *args: Any, _text: bool = False, **kw: Any) -> Any:
-        return await asyncio.to_thread(self._sync, fn, args, kw, _text)
+    async def _call(self, fn: Callable[..., Any], *args: Any, _text: bool = False, _pool: ThreadPoolExecutor | None = None, **kw: Any) -> Any:
+        pool = _pool or self._pool
+        return await asyncio.get_running_loop().run_in_executor(pool, functools.partial(self._sync, fn, args, kw, _text))
 
     def _ns(self, namespace: str | None) -> str:
         return namespace or self.namespace or "default"

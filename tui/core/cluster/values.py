@@ -36,8 +36,9 @@ ACTION_VERBS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     "rollback": (("patch", "apps", "deployments", ""), ("list", "apps", "replicasets", "")),
     "cordon": (("patch", "", "pods", ""),),
     "delete-pod": (("delete", "", "pods", ""),),
-    # the drain evicts (policy/v1 Eviction is a `create` on pods/eviction, which is what RBAC is asked about), not deletes
-    "drain": (("patch", "apps", "deployments", "scale"), ("patch", "", "pods", ""), ("create", "", "pods", "eviction")),
+    # the drain evicts (policy/v1 Eviction is a `create` on pods/eviction, which is what RBAC is asked about) and may
+    # delete (a pod detached from its controller is not evicted through a PDB)
+    "drain": (("patch", "apps", "deployments", "scale"), ("patch", "", "pods", ""), ("create", "", "pods", "eviction"), ("delete", "", "pods", "")),
     # the same keys on a StatefulSet: access reviews ask about the resource actually patched
     "edit/StatefulSet": (("patch", "apps", "statefulsets", ""),),
     "scale/StatefulSet": (("patch", "apps", "statefulsets", "scale"),),

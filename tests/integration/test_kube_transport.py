@@ -165,12 +165,17 @@ async def test_readonly_asks_about_no_write_at_all(env: Env) -> None:
 
 # ---- defect 12: a 401 re-authenticates once through the kubeconfig exec plugin ----
 
-PLUGIN = """import json, pathlib, sys
+PLUGIN = """import json, pathlib, sys, time
 here = pathlib.Path(sys.argv[1])
-with open(here / "runs", "a") as f:
-    f.write("run\\n")
+start = time.time()
+time.sleep(float((here / "delay").read_text()) if (here / "delay").exists() else 0)
 token = (here / "token").read_text().strip()
-print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": {"token": token}}))
+status = {"token": token}
+if (here / "expired").exists():  # a token that is already past its expiry: the client refreshes before each request
+    status["expirationTimestamp"] = "2000-01-01T00:00:00Z"
+with open(here / "runs", "a") as f:
+    f.write(f"{start} {time.time()}\\n")
+print(json.dumps({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential", "status": status}))
 """
 
 
@@ -305,3 +310,18 @@ async def test_a_plan_does_not_wait_behind_slow_scrapes(env: Env) -> None:
             await polling
         await src.close()
     assert plan.ok and took < 2.0, f"the plan took {took:.2f}s behind the scrapes"
+
+
+async def test_concurrent_token_refreshes_run_the_plugin_one_at_a_time(env: Env) -> None:
+    from tui.core.cluster.kube import KubeCluster
+
+    path = exec_kubeconfig(env.tmp, str(env.srv.url).rstrip("/"))
+    (env.tmp / "expired").write_text("")
+    (env.tmp / "delay").write_text("0.15")
+    env.emu.bearer = "first"
+    c = KubeCluster.connect(kubeconfig=str(path), audit=env.audit)
+    got = await asyncio.gather(*(c.list_pods() for _ in range(4)))
+    assert all(len(g) == 2 for g in got)
+    runs = sorted(tuple(map(float, ln.split())) for ln in (env.tmp / "runs").read_text().splitlines())
+    assert len(runs) >= 3  # connect, then a refresh before each request (the token is expired)
+    assert all(b[0] >= a[1] - 0.01 for a, b in zip(runs, runs[1:])), f"plugin runs overlapped: {runs}"

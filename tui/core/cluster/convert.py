@@ -200,9 +200,10 @@ def prestop_sleep_s(container: Mapping[str, Any]) -> int:
     return int(m.group(1)) if m else 0
 
 
-# kserve python/kserve/kserve/model_server.py: --http_port, default 8080 (the model server's REST and /metrics port)
+# kserve python/kserve/kserve/model_server.py: parser.add_argument("--http_port", default=DEFAULT_HTTP_PORT = 8080), the
+# model server's REST port, which also serves /metrics; huggingfaceserver inherits that parser
 KSERVE_HTTP_PORT = 8080
-_PORT_FLAGS = {"vllm": ("--port",), "kserve": ("--http_port", "--http-port")}
+_PORT_FLAGS = {"vllm": ("--port",), "kserve": ("--http_port",)}
 
 
 def metrics_port(pod: Mapping[str, Any], default: int = 8000) -> int:

@@ -92,7 +92,8 @@ KSERVE_HF = "huggingfaceserver"
 
 def _vllm_backend(toks: list[_Tok]) -> bool:
     """`--backend=vllm` / `--backend vllm` among KServe huggingfaceserver's flags."""
-    # kserve python/huggingfaceserver/huggingfaceserver/__main__.py: --backend choices auto|vllm|huggingface
+    # kserve python/huggingfaceserver/huggingfaceserver/__main__.py: --backend (Backend: auto, vllm, huggingface, triton;
+    # vLLM's own flags come from maybe_add_vllm_cli_parser). "auto" picks vLLM only when the model is supported: unknown here
     vals = [t.value for t in toks]
     return "--backend=vllm" in vals or any(v == "--backend" and i + 1 < len(vals) and vals[i + 1] == "vllm" for i, v in enumerate(vals))
 

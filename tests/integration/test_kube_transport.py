@@ -17,6 +17,7 @@ from tests.k8s_emulator import vllm_deployment
 from tui.core.cluster.base import EditArgsRequest
 from tui.core.export import fleet_json
 from tui.core.monitor import Monitor
+from tui.core.record.writer import scrape_record
 from tui.core.sources.kube import ClusterSource
 
 DEP = rf"/apis/apps/v1/namespaces/{NS}/deployments/llama$"
@@ -99,13 +100,15 @@ async def test_an_expired_continue_token_restarts_the_list_once(env: Env, monkey
 async def test_json_output_under_all_namespaces_keeps_name_and_adds_key_and_namespace(tmp_path: Path) -> None:
     async for e in make_env(tmp_path, statefulset_controller=True):
         src = ClusterSource(e.same_pod_in("team-a", "team-b", page=PAGE), timeout=2.0)
-        mon = Monitor(src)
+        recorded: list[dict] = []
+        mon = Monitor(src, on_scrapes=lambda scrapes: recorded.extend(scrape_record(x) for x in scrapes))
         await mon.start()
         try:
             rows = [r for r in fleet_json(await mon.refresh())["replicas"] if r["name"] == "vllm-0"]
         finally:
             await src.close()
         assert sorted((r["key"], r["namespace"]) for r in rows) == [("team-a/vllm-0", "team-a"), ("team-b/vllm-0", "team-b")]
+        assert {r["replica"] for r in recorded if r["pod"]["name"] == "vllm-0"} == {"team-a/vllm-0", "team-b/vllm-0"}  # replayed apart
         assert all(r["verdict"] for r in rows)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .core.config import Config
+from .core.sources.budget import DEFAULT_PROXY_CONCURRENCY, DEFAULT_PROXY_RPS
 
 
 def add_kube_options(parser: argparse.ArgumentParser) -> None:
@@ -32,12 +33,12 @@ def add_kube_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--via", choices=("proxy", "direct"), default="proxy",
                    help="read /metrics through the API server's pod proxy (default; works from a bastion) "
                         "or directly from the pod IPs")
-    g.add_argument("--proxy-rps", type=_positive(float), default=40.0, metavar="N",
+    g.add_argument("--proxy-rps", type=_positive(float), default=DEFAULT_PROXY_RPS, metavar="N",
                    help="at most N /metrics requests per second through the API server's pod proxy (default 40). "
                         "Each is a full request to the API server that priority-and-fairness does not limit "
                         "(proxy is long-running): 256 pods at 40/s are each read every 6.4 s. Raise it only "
                         "with the control plane's owners; --via direct costs the API server nothing")
-    g.add_argument("--proxy-concurrency", type=_positive(int), default=8, metavar="N",
+    g.add_argument("--proxy-concurrency", type=_positive(int), default=DEFAULT_PROXY_CONCURRENCY, metavar="N",
                    help="at most N pod-proxy requests open at once (default 8; each holds an API server connection)")
     g.add_argument("--gpu-exec", action="store_true",
                    help="opt-in: run nvidia-smi inside each vLLM pod (pods/exec) for GPU memory/util/throttle "
@@ -101,8 +102,8 @@ def connect(args: argparse.Namespace, cfg: Config):
         selector=args.selector,
         port=args.port,
         via=args.via,
-        proxy_rps=getattr(args, "proxy_rps", 40.0),
-        proxy_concurrency=getattr(args, "proxy_concurrency", 8),
+        proxy_rps=getattr(args, "proxy_rps", DEFAULT_PROXY_RPS),
+        proxy_concurrency=getattr(args, "proxy_concurrency", DEFAULT_PROXY_CONCURRENCY),
         readonly=bool(args.readonly),
         policy_config=cfg,
         audit=AuditLog(audit_path(cfg)),

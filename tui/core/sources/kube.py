@@ -23,7 +23,7 @@ from .. import engines
 from ..metrics.parser import not_metrics_reason
 from ..model import PodInfo, Scrape
 from ..results import ClusterError
-from .budget import RequestBudget
+from .budget import DEFAULT_PROXY_CONCURRENCY, RequestBudget
 from .direct import DirectSource, Target
 from .gpu.nvidia_smi import NvidiaSmiExec
 
@@ -84,7 +84,7 @@ class ClusterSource:
         if getattr(cluster, "via", "proxy") == "direct":
             self._direct = DirectSource([], timeout=timeout, clock=clock, keep_raw=keep_raw)
         elif getattr(cluster, "proxy_rps", None):
-            self._budget = RequestBudget(cluster.proxy_rps, getattr(cluster, "proxy_concurrency", 8))  # type: ignore[attr-defined]
+            self._budget = RequestBudget(cluster.proxy_rps, getattr(cluster, "proxy_concurrency", DEFAULT_PROXY_CONCURRENCY))  # type: ignore[attr-defined]
 
     @property
     def qualified(self) -> bool:

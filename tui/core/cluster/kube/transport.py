@@ -1,8 +1,9 @@
 """The Kubernetes adapter's transport: the official client, its calls in worker threads as plain
 dicts, and construction from kubeconfig or the in-cluster service account.
 
-The client is synchronous; every call runs in a worker thread and comes back
-as plain dicts (`_preload_content=False`), so unknown fields survive a read-modify-write (roll back
+The client is synchronous; every call runs in a worker thread (one pool for reads, plans and
+patches, one for pod-proxy scrapes, so an action never waits behind scrapes) and comes back as
+plain dicts (`_preload_content=False`), so unknown fields survive a read-modify-write (roll back
 patches a whole pod template) and nothing depends on the client's model classes. Credentials come
 from kubeconfig or the in-cluster service account only, and no message built here contains them.
 """

@@ -63,8 +63,13 @@ class Gate:
         c = self.cluster()
         return bool(self.app.readonly or (c is not None and c.readonly))
 
-    def why_not(self, action: str, namespace: str | None = None) -> str | None:
-        """None when `action` (a key action of NEEDS) may be used; else the reason."""
+    @staticmethod
+    def kind(view: ReplicaView | None) -> str | None:
+        """The kind of workload the keys act on for this row (its RBAC entry may differ)."""
+        return view.pod.owner_kind if view is not None and view.pod is not None else None
+
+    def why_not(self, action: str, namespace: str | None = None, kind: str | None = None) -> str | None:
+        """None when `action` (a key action of NEEDS) may be used on a workload of `kind`; else the reason."""
         if self.app.mode == "replay":
             return "replay: a recording has no cluster to act on"
         c = self.cluster()
@@ -82,7 +87,7 @@ class Gate:
             if ns in self.failed:
                 return f"RBAC check failed: {self.failed[ns]}" if mutating else None
             return "checking RBAC permissions..." if mutating else None
-        p = perms.actions.get(need)
+        p = (perms.actions.get(f"{need}/{kind}") if kind else None) or perms.actions.get(need)  # e.g. "edit/StatefulSet"
         if p is not None and not p.allowed:
             return clean(p.reason or f"RBAC does not allow {need}")
         return None

@@ -11,8 +11,10 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from .core.config import Config
+from .core.sources.budget import DEFAULT_PROXY_CONCURRENCY, DEFAULT_PROXY_RPS
 
 
 def add_kube_options(parser: argparse.ArgumentParser) -> None:
@@ -26,16 +28,37 @@ def add_kube_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("-l", "--selector", default=None,
                    help="label selector of the vLLM pods (default: found by their container command/image)")
     g.add_argument("--port", type=_port, default=None,
-                   help="metrics port in the pods (default 8000, or the container's own --port)")
+                   help="metrics port in the pods (default: the container's own --port with $(VAR) expanded, else a "
+                        "containerPort named metrics or http, else 8000; KServe huggingfaceserver 8080)")
     g.add_argument("--via", choices=("proxy", "direct"), default="proxy",
                    help="read /metrics through the API server's pod proxy (default; works from a bastion) "
                         "or directly from the pod IPs")
+    g.add_argument("--proxy-rps", type=_positive(float), default=DEFAULT_PROXY_RPS, metavar="N",
+                   help="at most N /metrics requests per second through the API server's pod proxy (default 40). "
+                        "Each is a full request to the API server that priority-and-fairness does not limit "
+                        "(proxy is long-running): 256 pods at 40/s are each read every 6.4 s. Raise it only "
+                        "with the control plane's owners; --via direct costs the API server nothing")
+    g.add_argument("--proxy-concurrency", type=_positive(int), default=DEFAULT_PROXY_CONCURRENCY, metavar="N",
+                   help="at most N pod-proxy requests open at once (default 8; each holds an API server connection)")
     g.add_argument("--gpu-exec", action="store_true",
                    help="opt-in: run nvidia-smi inside each vLLM pod (pods/exec) for GPU memory/util/throttle "
                         "when no DCGM exporter is scraped; at most once per --gpu-exec-interval per pod; "
                         "off under --readonly (exec is a create)")
     g.add_argument("--gpu-exec-interval", type=float, default=60.0, metavar="SECONDS",
                    help="seconds between in-pod nvidia-smi runs per pod (default 60)")
+
+
+def _positive(kind: type) -> "Callable[[str], Any]":
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} must be more than 0")
+        return value
+
+    return parse
 
 
 def _port(text: str) -> int:
@@ -79,6 +102,8 @@ def connect(args: argparse.Namespace, cfg: Config):
         selector=args.selector,
         port=args.port,
         via=args.via,
+        proxy_rps=getattr(args, "proxy_rps", DEFAULT_PROXY_RPS),
+        proxy_concurrency=getattr(args, "proxy_concurrency", DEFAULT_PROXY_CONCURRENCY),
         readonly=bool(args.readonly),
         policy_config=cfg,
         audit=AuditLog(audit_path(cfg)),

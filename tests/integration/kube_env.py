@@ -48,6 +48,16 @@ class Env:
     def writes(self) -> list:
         return [c for c in self.emu.calls if c.writes]
 
+    def same_pod_in(self, *namespaces: str, page: str) -> "KubeCluster":
+        """A one-replica StatefulSet `vllm` serving `page` in each namespace (two `vllm-0`s), and
+        a cluster watching all namespaces."""
+        from tests.k8s_emulator import vllm_statefulset
+
+        for ns in namespaces:
+            self.emu.add(vllm_statefulset("vllm", ns=ns, replicas=1))
+            self.emu.pod_metrics[(ns, "vllm-0")] = page
+        return self.cluster(all_namespaces=True, namespace=None, watch_timeout_s=2)
+
 
 async def make_env(tmp_path: Path, **emu_kw: Any) -> AsyncIterator[Env]:
     async with KubeEmulator(**emu_kw) as emu, kmock.Server(emu) as srv:

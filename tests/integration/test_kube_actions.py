@@ -36,8 +36,8 @@ async def test_edit_sends_the_exact_patch_after_a_dry_run(env: Env) -> None:
     assert res.ok, res.message
     writes = env.writes()
     assert [(w.method, w.path, w.query, w.content_type) for w in writes] == [
-        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama", {"dryRun": "All"}, "application/json-patch+json"),
-        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama", {}, "application/json-patch+json"),
+        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama", {"dryRun": "All", "fieldManager": "kvwatch"}, "application/json-patch+json"),
+        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama", {"fieldManager": "kvwatch"}, "application/json-patch+json"),
     ]
     assert writes[0].body == writes[1].body == plan.patch
     after = env.deployment()
@@ -47,7 +47,8 @@ async def test_edit_sends_the_exact_patch_after_a_dry_run(env: Env) -> None:
     assert after["metadata"]["generation"] == before["metadata"]["generation"] + 1
     assert res.details["generation"] == after["metadata"]["generation"]
     [line] = env.audit.read()
-    assert (line["user"], line["context"], line["action"], line["target"]) == ("sre", "kind-test", "edit", "deployment/llama -n serving")
+    assert (line["user"], line["context"], line["action"], line["target"]) == (env.emu.identity, "kind-test", "edit", "deployment/llama -n serving")
+    assert line["kubeconfig_user"] == "sre" and line["user_source"] == "SelfSubjectReview"
     assert line["diff"] == plan.diff and line["result"]["ok"] is True and line["patch"] == plan.patch
 
 
@@ -109,7 +110,7 @@ async def test_concurrent_change_is_refused_and_nothing_is_lost(env: Env) -> Non
     assert "changed since it was read" in res.message and "nothing was overwritten" in res.message
     assert res.details["current_args"] == ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"] + theirs
     assert env.vllm()["args"] == theirs  # their change survived
-    assert [w.query for w in env.writes()] == [{"dryRun": "All"}]  # the dry run already refused it
+    assert [w.query for w in env.writes()] == [{"dryRun": "All", "fieldManager": "kvwatch"}]  # the dry run already refused it
     assert env.audit.read()[-1]["result"]["ok"] is False
 
 

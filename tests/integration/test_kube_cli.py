@@ -78,3 +78,17 @@ async def test_no_kubeconfig_and_bad_files_are_one_line_errors(env: Env, tmp_pat
     rc, _, err = await kvwatch(tmp_path, "--kubeconfig", str(kc), "--context", "nope")
     assert rc == 2 and "no context 'nope' in kubeconfig" in err
     assert TOKEN not in err
+
+
+async def test_proxy_budget_flags_reach_the_scrapes(env: Env, tmp_path: Path) -> None:
+    for i, p in enumerate(sorted(p["metadata"]["name"] for p in env.pods())):
+        env.emu.pod_metrics[(NS, p)] = page(10 + i, i, 0.5)
+    kc = kubeconfig(tmp_path / "kubeconfig", str(env.srv.url).rstrip("/"))
+    rc, _, err = await kvwatch(tmp_path, "--kubeconfig", str(kc), "--proxy-rps", "0", "--json")
+    assert rc == 2 and "--proxy-rps" in err
+    rc, out, err = await kvwatch(tmp_path, "--kubeconfig", str(kc), "-n", NS, "--json", "--duration", "2",
+                                 "--interval", "0.5", "--proxy-rps", "4", "--proxy-concurrency", "1")
+    assert rc == 0, err
+    starts = sorted(c.at for c in env.emu.calls if "/proxy/" in c.path)
+    assert len(starts) >= 3 and min(b - a for a, b in zip(starts, starts[1:])) >= 0.2  # 1/4 s apart, with jitter
+    assert env.emu.proxy_inflight_max == 1

@@ -88,7 +88,7 @@ async def test_discovery_by_selector_sends_it(env: Env) -> None:
     c = env.cluster(selector="app=qwen")
     pods = await c.list_pods()
     assert [p.name for p in pods] == ["qwen-0"]
-    assert env.emu.calls[-1].query == {"labelSelector": "app=qwen"}
+    assert env.emu.calls[-1].query == {"labelSelector": "app=qwen", "limit": "500"}  # paged (issue 13 defect 10)
     assert await c.list_pods(selector="app in (llama, qwen),serving!=draining") != []
 
 

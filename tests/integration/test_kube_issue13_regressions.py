@@ -57,7 +57,6 @@ async def run_drain(env: Env, target: str, load: Any, **kw: Any) -> list:
 # ---- defect 2: scale from 0 ----
 
 
-@xfail(2, "the Scale subresource omits replicas=0, the JSON Patch test fails and is called a conflict")
 async def test_scale_up_from_zero_succeeds_and_a_real_change_is_still_a_conflict(env: Env) -> None:
     c = env.cluster()
     assert (await c.scale(NS, "llama", 0)).ok and env.deployment()["spec"]["replicas"] == 0
@@ -260,14 +259,12 @@ async def test_statefulset_stuck_on_a_broken_pod_says_to_delete_it(tmp_path: Pat
 # ---- defect 10: lists and watches ----
 
 
-@xfail(10, "the first list has no paging")
 async def test_pod_list_is_paged(env: Env) -> None:
     await env.cluster().list_pods(NS)
     lists = [c for c in env.emu.calls if c.method == "GET" and c.path.endswith("/pods") and "watch" not in c.query]
     assert lists and all("limit" in c.query for c in lists)
 
 
-@xfail(10, "every watch error re-lists from scratch instead of resuming from the last resourceVersion")
 async def test_watch_resumes_after_an_error_and_relists_only_on_410(env: Env) -> None:
     c = env.cluster(watch_timeout_s=1)
     gen = c.watch_pods(NS)
@@ -297,7 +294,6 @@ async def test_watch_resumes_after_an_error_and_relists_only_on_410(env: Env) ->
 # ---- defect 11: metrics port ----
 
 
-@xfail(11, "only a literal --port is read; $(VAR) from the container env is not expanded")
 async def test_metrics_port_expands_env_var_references(env: Env) -> None:
     env.emu.add(vllm_deployment("envport", args=["--port", "$(VLLM_PORT)"], env=[{"name": "VLLM_PORT", "value": "9100"}], labels={"serving": "true"}))
     c = env.cluster()
@@ -305,7 +301,6 @@ async def test_metrics_port_expands_env_var_references(env: Env) -> None:
     assert ":9100/proxy/metrics" in c.metrics_url(pod)
 
 
-@xfail(11, "without --port the declared containerPort named http/metrics is not used")
 async def test_metrics_port_falls_back_to_the_named_container_port(env: Env) -> None:
     d = vllm_deployment("named", args=["--max-num-seqs", "64"], labels={"serving": "true"})
     d["spec"]["template"]["spec"]["containers"][0]["ports"] = [{"containerPort": 9000, "name": "metrics"}]
@@ -315,7 +310,6 @@ async def test_metrics_port_falls_back_to_the_named_container_port(env: Env) -> 
     assert ":9000/proxy/metrics" in c.metrics_url(pod)
 
 
-@xfail(11, "KServe's huggingfaceserver with --backend=vllm serves on 8080, not vLLM's 8000")
 async def test_metrics_port_of_kserve_huggingfaceserver_with_the_vllm_backend(env: Env) -> None:
     d = vllm_deployment("hf", command=["python", "-m", "huggingfaceserver"], args=["--model_name=llama", "--backend=vllm"], labels={"serving": "true"})
     d["spec"]["template"]["spec"]["containers"][0].pop("ports")
@@ -329,7 +323,6 @@ async def test_metrics_port_of_kserve_huggingfaceserver_with_the_vllm_backend(en
 # ---- defect 12: field manager ----
 
 
-@xfail(12, "writes carry no fieldManager")
 async def test_every_write_carries_field_manager_kvwatch(env: Env) -> None:
     c = env.cluster()
     pod = env.pods()[0]["metadata"]["name"]
@@ -340,13 +333,9 @@ async def test_every_write_carries_field_manager_kvwatch(env: Env) -> None:
     assert writes and all(w.query.get("fieldManager") == "kvwatch" for w in writes), [(w.method, w.path, w.query) for w in writes]
 
 
-@xfail(10, "under -A the ClusterSource keys pods by name, so two namespaces' vllm-0 collide")
 async def test_two_namespaces_pods_with_the_same_name_do_not_collide(tmp_path: Path) -> None:
     async for env in make_env(tmp_path, statefulset_controller=True):
-        for ns in ("team-a", "team-b"):
-            env.emu.add(vllm_statefulset("vllm", ns=ns, replicas=1))
-            env.emu.pod_metrics[(ns, "vllm-0")] = PAGE
-        src = ClusterSource(env.cluster(all_namespaces=True, namespace=None, watch_timeout_s=2), timeout=2.0)
+        src = ClusterSource(env.same_pod_in("team-a", "team-b", page=PAGE), timeout=2.0)
         await src.start()
         try:
             got = {(s.pod.namespace, s.pod.name) for s in await src.poll() if s.pod.name == "vllm-0"}
@@ -358,7 +347,6 @@ async def test_two_namespaces_pods_with_the_same_name_do_not_collide(tmp_path: P
 # ---- defect 9: the pod proxy load on the API server ----
 
 
-@xfail(9, "every pod is scraped through the API server's proxy at once, with no request budget")
 async def test_proxy_scrapes_stay_within_a_request_budget(tmp_path: Path) -> None:
     async for env in make_env(tmp_path):
         env.emu.add(vllm_deployment("fleet", replicas=80, labels={"serving": "true"}))
@@ -380,7 +368,6 @@ async def test_proxy_scrapes_stay_within_a_request_budget(tmp_path: Path) -> Non
 # ---- defect 1: exec shares the app's ApiClient ----
 
 
-@xfail(1, "kubernetes.stream swaps call_api on the shared ApiClient while an exec runs")
 async def test_api_calls_during_an_exec_do_not_go_over_the_websocket(env: Env) -> None:
     c = env.cluster()
     pod = env.pods()[0]["metadata"]["name"]
@@ -395,7 +382,6 @@ async def test_api_calls_during_an_exec_do_not_go_over_the_websocket(env: Env) -
             await exec_task
 
 
-@xfail(12, "access reviews ask about delete pods, not the subresources actually used (pods/eviction, pods/exec, statefulsets)")
 async def test_access_reviews_ask_about_the_resources_actually_touched(env: Env) -> None:
     env.emu.deny("create", "pods", "eviction")
     perms = await env.cluster().permissions(NS)
@@ -410,7 +396,6 @@ async def test_access_reviews_ask_about_the_resources_actually_touched(env: Env)
     assert not perms.allowed("drain")
 
 
-@xfail(12, "the audit log records the kubeconfig entry's name, not the authenticated identity")
 async def test_audit_records_the_authenticated_identity(env: Env) -> None:
     assert (await env.cluster().scale(NS, "llama", 3)).ok
     assert env.audit.read()[-1]["user"] == env.emu.identity

@@ -55,18 +55,23 @@ class Call:
     at: float = field(default_factory=time.monotonic)  # when it arrived, to count requests per second
 
     @property
+    def review(self) -> bool:
+        """Access reviews and SelfSubjectReview: POSTs that change nothing (authorization / authentication APIs)."""
+        return self.path.endswith(("accessreviews", "selfsubjectreviews"))
+
+    @property
     def mutating(self) -> bool:
-        """Changes cluster state. Access reviews are POSTs that change nothing."""
+        """Changes cluster state. Reviews are POSTs that change nothing."""
         if self.method in ("PATCH", "PUT", "DELETE"):
             return self.query.get("dryRun") != "All"
         if self.method == "POST":
-            return not self.path.endswith("accessreviews") and self.query.get("dryRun") != "All"
+            return not self.review and self.query.get("dryRun") != "All"
         return False
 
     @property
     def writes(self) -> bool:
-        """Any non-read request except access reviews, dry runs included."""
-        return self.method in ("PATCH", "PUT", "DELETE") or (self.method == "POST" and not self.path.endswith("accessreviews"))
+        """Any non-read request except reviews, dry runs included."""
+        return self.method in ("PATCH", "PUT", "DELETE") or (self.method == "POST" and not self.review)
 
 
 @dataclass

@@ -119,6 +119,7 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
     proxy_inflight_max: int = 0  # the most pod-proxy requests open at once
     identity: str = "oidc:alice@example.com"  # the user SelfSubjectReview reports (not the kubeconfig entry's name)
     crds: set = attrs.field(factory=set)  # installed custom resources (plurals); others answer 404
+    bearer: str | None = None  # when set, only "Authorization: Bearer <bearer>" is authenticated; anything else gets 401
     _sts_templates: dict = attrs.field(factory=dict, init=False)  # (ns, set, revision) -> pod template
     _hpa_synced: dict = attrs.field(factory=dict, init=False)  # HPA uid -> last sync (emulated clock)
     _stop_at: dict = attrs.field(factory=dict, init=False)  # (ns, pod) -> when the kubelet removes it
@@ -137,6 +138,9 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
         except ValueError:
             body = body_bytes.decode("utf-8", "replace")
         self.calls.append(Call(raw_request.method, raw_request.path, dict(raw_request.query), raw_request.headers.get("Content-Type"), body))
+        if self.bearer is not None and raw_request.headers.get("Authorization") != f"Bearer {self.bearer}":
+            # k8s.io/apiserver pkg/endpoints/filters/authentication.go: no authenticator accepts the credentials -> 401 Unauthorized
+            return aiohttp.web.json_response({"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 401, "reason": "Unauthorized", "message": "Unauthorized"}, status=401)
         for f in self.faults:
             if (f.method is None or f.method == raw_request.method) and f.path.search(raw_request.path):
                 if f.times is not None and f.hits >= f.times:
@@ -630,7 +634,8 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
 
     def expire_watches(self) -> None:
         """Compact history: open watches end with 410 Gone; resuming from or continuing at any older revision gets 410."""
-        self._log_floor = self._rv + 1
+        self._rv += 1  # history moves on, then is compacted up to now: a list taken after this can be watched from
+        self._log_floor = self._rv
         self._log.clear()
         for w in list(self._watchers):
             w.q.put_nowait(_expired(self._rv))

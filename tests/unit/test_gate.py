@@ -36,3 +36,16 @@ async def test_read_only_hides_mutating_keys_only_and_rbac_answers_the_rest(tmp_
     assert gate.why_not("drain", ns) == "checking RBAC permissions..."
     assert await gate.load(ns) and not await gate.load(ns)  # asked once, unless forced
     assert all(gate.why_not(a, ns) is None for a in NEEDS)
+
+
+def test_a_statefulset_row_is_gated_by_its_own_rbac_entry() -> None:
+    from tui.core.cluster.base import Permission, Permissions
+
+    class FakeCluster:
+        readonly = False
+
+    gate = Gate(Host(cluster=FakeCluster()))  # type: ignore[arg-type]
+    gate.cluster()
+    gate.perms["ns"] = Permissions("ns", {"edit": Permission(True), "edit/StatefulSet": Permission(False, "RBAC does not allow patch statefulsets")})
+    assert gate.why_not("edit_args", "ns", "Deployment") is None
+    assert gate.why_not("edit_args", "ns", "StatefulSet") == "RBAC does not allow patch statefulsets"

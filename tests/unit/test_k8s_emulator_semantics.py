@@ -315,13 +315,14 @@ async def test_watch_sends_bookmarks_and_a_forced_410(kube: Kube) -> None:
 
     task = asyncio.create_task(asyncio.to_thread(run))
     await asyncio.sleep(0.3)
+    at = kube.emu._rv
     kube.emu.bookmark()
     await asyncio.sleep(0.3)
     kube.emu.expire_watches()
     with pytest.raises(ApiException) as e:
         await task
     assert e.value.status == 410
-    assert seen[0][0] == "BOOKMARK" and seen[0][1]["metadata"]["resourceVersion"] == str(kube.emu._rv)
+    assert seen[0][0] == "BOOKMARK" and seen[0][1]["metadata"]["resourceVersion"] == str(at)
 
 
 async def test_request_log_records_every_request(kube: Kube) -> None:

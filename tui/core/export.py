@@ -20,8 +20,13 @@ def _num(v):
 
 def replica_json(r: ReplicaView) -> dict:
     m = r.metrics
+    pod = r.pod
     return {
-        "name": r.name,
+        # "name": the pod's own name for cluster rows (short, as before); "key" is unique across namespaces
+        # (namespace/name under -A, the replica's name otherwise) and "namespace" is the pod's, or null
+        "name": pod.name if pod is not None else r.name,
+        "key": r.name,
+        "namespace": pod.namespace if pod is not None else None,
         "verdict": r.verdict,
         "evidence": [e.as_dict() for e in r.finding.evidence],
         "since": _num(r.finding.since),

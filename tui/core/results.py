@@ -13,7 +13,8 @@ from typing import Any, Mapping
 
 class ClusterError(Exception):
     """The one exception cluster reads raise. `kind` is one of: forbidden, not-found, conflict,
-    invalid, server, timeout, unreachable, unauthorized, readonly, bad-input, error."""
+    test-failed (a JSON Patch `test` precondition failed: changed since read), invalid, server, timeout,
+    unreachable, unauthorized, readonly, bad-input, error."""
 
     def __init__(self, kind: str, message: str, status: int | None = None) -> None:
         super().__init__(message)

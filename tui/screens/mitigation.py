@@ -65,7 +65,8 @@ class MitigationMixin:
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in NEEDS:
-            return self.gate.why_not(action, self.gate.namespace(self.selected_view())) is None
+            v = self.selected_view()
+            return self.gate.why_not(action, self.gate.namespace(v), self.gate.kind(v)) is None
         return True
 
     def hidden_keys(self) -> list[tuple[str, str, str]]:
@@ -103,7 +104,8 @@ class MitigationMixin:
         action = ACTION_OF_KEY.get(event.key)
         if action is None or action not in NEEDS:
             return
-        why = self.gate.why_not(action, self.gate.namespace(self.selected_view()))
+        v = self.selected_view()
+        why = self.gate.why_not(action, self.gate.namespace(v), self.gate.kind(v))
         if why:
             event.stop()
             self.app.notify(f"{DESCRIPTION[action]}: {why}", severity="warning", timeout=5, markup=False)

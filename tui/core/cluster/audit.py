@@ -1,8 +1,9 @@
 """Append-only audit log of cluster actions: one JSON object per line.
 
 Default place: `$XDG_STATE_HOME/kvwatch/audit.jsonl` (`~/.local/state/kvwatch/audit.jsonl`).
-Each line: time, kube user and context, action, target, diff, patch, result. Credentials never
-reach it: callers pass names only, and the patch is what was sent to the API server.
+Each line: time, the authenticated user (and where that name came from), context, action,
+target, diff, patch, result. Credentials never reach it: callers pass names only, and the
+patch is what was sent to the API server.
 """
 
 from __future__ import annotations
@@ -43,10 +44,14 @@ class AuditLog:
         message: str,
         status: int | None = None,
         patch: Any = None,
+        user_source: str | None = None,
+        kubeconfig_user: str | None = None,
     ) -> dict[str, Any]:
         entry = {
             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
             "user": user,
+            **({"user_source": user_source} if user_source else {}),
+            **({"kubeconfig_user": kubeconfig_user} if kubeconfig_user is not None else {}),
             "context": context,
             "action": action,
             "target": target,

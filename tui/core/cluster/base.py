@@ -229,9 +229,13 @@ class ClusterActions(ABC):
         self.record(plan, res)
         return res
 
+    def audit_user(self) -> dict[str, Any]:
+        """Who acts, as the audit log names them (the Kubernetes adapter asks the API server)."""
+        return {"user": self.user}
+
     def record(self, plan: ActionPlan, res: ActionResult) -> None:
         self.audit.record(
-            user=self.user,
+            **self.audit_user(),
             context=self.context,
             action=plan.action,
             target=str(plan.target),

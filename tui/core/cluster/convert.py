@@ -200,11 +200,46 @@ def prestop_sleep_s(container: Mapping[str, Any]) -> int:
     return int(m.group(1)) if m else 0
 
 
+# kserve python/kserve/kserve/model_server.py: parser.add_argument("--http_port", default=DEFAULT_HTTP_PORT = 8080), the
+# model server's REST port, which also serves /metrics; huggingfaceserver inherits that parser
+KSERVE_HTTP_PORT = 8080
+_PORT_FLAGS = {"vllm": ("--port",), "kserve": ("--http_port",)}
+
+
 def metrics_port(pod: Mapping[str, Any], default: int = 8000) -> int:
+    """The port the engine serves /metrics on: its `--port` (KServe huggingfaceserver: `--http_port`)
+    with `$(VAR)` expanded from the container env as the kubelet does, else a declared containerPort
+    named metrics or http, else the server's own default (vLLM 8000, KServe 8080)."""
+    from .args.parse import KSERVE_HF, parse_container
+    from .args.tokens import _env_map, _resolve, _tokens
+
     containers = containers_of(pod.get("spec") or {})
     vi = vllm_index(containers)
     if vi is None:
         return default
+    c = containers[vi]
+    kserve = parse_container(c).form == KSERVE_HF
+    flags = _PORT_FLAGS["kserve" if kserve else "vllm"]
+    toks, _ = _tokens(c)
+    env = _env_map(c)
+    found: int | None = None
+    for i, t in enumerate(toks):  # argparse: the last occurrence wins
+        flag, eq, inline = t.value.partition("=")
+        if flag not in flags:
+            continue
+        vtok = None if eq else (toks[i + 1] if i + 1 < len(toks) else None)
+        text = inline if eq else (vtok.value if vtok else "")
+        # k8s.io/kubernetes pkg/kubelet/kuberuntime (third_party/forked/golang/expansion): $(VAR) in args from the container env
+        value, _, _ = _resolve(text, vtok if not eq else t, env)
+        if value is not None and value.isdigit():
+            found = int(value)
+    if found is not None:
+        return found
+    ports = {str(p.get("name") or ""): p.get("containerPort") for p in c.get("ports") or [] if isinstance(p, Mapping)}
+    for name in ("metrics", "http"):
+        if isinstance(ports.get(name), int):
+            return int(ports[name])
+    return KSERVE_HTTP_PORT if kserve else default
     c = containers[vi]
     toks = [str(x) for x in (c.get("command") or [])] + [str(x) for x in (c.get("args") or [])]
     for i, t in enumerate(toks):

@@ -250,13 +250,18 @@ def bad_replicas(target: Target, replicas: Any, **flags: Any) -> ActionPlan | No
     return None
 
 
-def build_scale_plan(target: Target, current: int, replicas: int, warnings: Sequence[str] = (), **flags: Any) -> ActionPlan:
+def build_scale_plan(
+    target: Target, current: int, replicas: int, warnings: Sequence[str] = (), *, resource_version: str | None = None, **flags: Any
+) -> ActionPlan:
     """Scale `target` from `current` to `replicas` through the scale subresource, guarded by a
-    test of the count read."""
-    ops = [
-        {"op": "test", "path": "/spec/replicas", "value": current},
-        {"op": "replace", "path": "/spec/replicas", "value": replicas},
-    ]
+    test of the count read; with `resource_version` (the Scale read had no replicas) by a test
+    of that instead."""
+    # k8s.io/api autoscaling/v1 ScaleSpec: Replicas int32 `json:"replicas,omitempty"`: 0 is omitted, so a test of
+    # /spec/replicas == 0 always fails (evanphx/json-patch: "testing value /spec/replicas failed")
+    if resource_version:  # "add" sets a member that is absent; "replace" would fail on it
+        ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": resource_version}, {"op": "add", "path": "/spec/replicas", "value": replicas}]
+    else:
+        ops = [{"op": "test", "path": "/spec/replicas", "value": current}, {"op": "replace", "path": "/spec/replicas", "value": replicas}]
     return ActionPlan(
         "scale",
         target,

@@ -36,8 +36,17 @@ ACTION_VERBS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     "rollback": (("patch", "apps", "deployments", ""), ("list", "apps", "replicasets", "")),
     "cordon": (("patch", "", "pods", ""),),
     "delete-pod": (("delete", "", "pods", ""),),
-    "drain": (("patch", "apps", "deployments", "scale"), ("patch", "", "pods", ""), ("delete", "", "pods", "")),
+    # the drain evicts (policy/v1 Eviction is a `create` on pods/eviction, which is what RBAC is asked about) and may
+    # delete (a pod detached from its controller is not evicted through a PDB)
+    "drain": (("patch", "apps", "deployments", "scale"), ("patch", "", "pods", ""), ("create", "", "pods", "eviction"), ("delete", "", "pods", "")),
+    # the same keys on a StatefulSet: access reviews ask about the resource actually patched
+    "edit/StatefulSet": (("patch", "apps", "statefulsets", ""),),
+    "scale/StatefulSet": (("patch", "apps", "statefulsets", "scale"),),
+    "restart/StatefulSet": (("patch", "apps", "statefulsets", ""),),
+    "hpa": (("patch", "autoscaling", "horizontalpodautoscalers", ""),),  # a workload's scale lives in its HPA
+    "gpu-exec": (("create", "", "pods", "exec"),),  # --gpu-exec: nvidia-smi in the pod
 }
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 
 PREVIOUS_ARGS_ANNOTATION = "kvwatch.io/previous-args"
 CHANGE_CAUSE_ANNOTATION = "kubernetes.io/change-cause"
@@ -261,8 +270,10 @@ class Permissions:
     namespace: str
     actions: Mapping[str, Permission]
 
-    def allowed(self, action: str) -> bool:
-        p = self.actions.get(action)
+    def allowed(self, action: str, kind: str | None = None) -> bool:
+        """`action` on a workload of `kind` (its own entry, e.g. "edit/StatefulSet", when there is one)."""
+        p = self.actions.get(f"{action}/{kind}") if kind else None
+        p = p if p is not None else self.actions.get(action)
         return bool(p and p.allowed)
 
 

@@ -35,7 +35,7 @@ class PrometheusWithCluster:
         return [self._join(s) for s in await self.prom.poll()]
 
     def _join(self, s: Scrape) -> Scrape:
-        pod = self.pods.pods.get(s.replica)
+        pod = self.pods.lookup(s.replica)
         if pod is None:
             return s
         return replace(s, pod=pod, group=pod.owner_name or s.group)

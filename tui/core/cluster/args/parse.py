@@ -88,6 +88,17 @@ class VllmCommand:
         return [self.values[n] for n in self.eng.kv_args if n in self.values]
 
 
+KSERVE_HF = "huggingfaceserver"
+
+
+def _vllm_backend(toks: list[_Tok]) -> bool:
+    """`--backend=vllm` / `--backend vllm` among KServe huggingfaceserver's flags."""
+    # kserve python/huggingfaceserver/huggingfaceserver/__main__.py: --backend (Backend: auto, vllm, huggingface, triton;
+    # vLLM's own flags come from maybe_add_vllm_cli_parser). "auto" picks vLLM only when the model is supported: unknown here
+    vals = [t.value for t in toks]
+    return "--backend=vllm" in vals or any(v == "--backend" and i + 1 < len(vals) and vals[i + 1] == "vllm" for i, v in enumerate(vals))
+
+
 def _find_invocation(toks: list[_Tok], engine: Engine = ENGINE) -> tuple[int, str] | None:
     """Index of the first token after `vllm serve` / `-m vllm....` (the engine's own forms), and
     the form found."""
@@ -98,6 +109,9 @@ def _find_invocation(toks: list[_Tok], engine: Engine = ENGINE) -> tuple[int, st
                     if base == c[0] and [x.value for x in toks[i + 1 : i + len(c)]] == list(c[1:])), None)
         if cmd is not None:
             best = (i + len(cmd), " ".join(cmd))
+        elif (t.value == "-m" and i + 1 < len(toks) and toks[i + 1].value == KSERVE_HF and engine is ENGINE
+              and _vllm_backend(toks[i + 2 :])):
+            best = (i + 2, KSERVE_HF)  # KServe's huggingfaceserver runs vLLM's engine and forwards its flags
         elif t.value == "-m" and i + 1 < len(toks) and toks[i + 1].value in engine.modules:
             if toks[i + 1].value.endswith(".cli.main") and i + 2 < len(toks) and toks[i + 2].value == "serve":
                 best = (i + 3, "python -m")

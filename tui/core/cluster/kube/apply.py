@@ -82,10 +82,12 @@ class KubeApply(KubeTransport):
         return ActionResult(True, f"{plan.target}: {what}", 200, details)
 
     async def _refused(self, plan: ActionPlan, e: ClusterError, prefix: str) -> ActionResult:
-        if e.kind != "conflict":
+        if e.kind not in ("conflict", "test-failed"):
             return e.result(f"{plan.action} {plan.target}: {prefix}")
-        details: dict[str, Any] = {"kind": "conflict"}
-        msg = f"refused: {plan.target} changed since it was read; nothing was overwritten. Review the new state and plan again"
+        # both mean "changed since read": a 409 (stale resourceVersion) or a failed JSON Patch test (errors.py)
+        details: dict[str, Any] = {"kind": "conflict", "cause": e.kind}
+        why = f" ({e.message})" if e.kind == "test-failed" else ""
+        msg = f"refused: {plan.target} changed since it was read{why}; nothing was overwritten. Review the new state and plan again"
         if plan.target.kind in ("Deployment", "StatefulSet"):
             try:
                 now = deployment_info(await self._read_workload(plan.target.namespace, plan.target.name, plan.target.kind), plan.target.kind)

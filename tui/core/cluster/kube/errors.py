@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 from typing import Any, Mapping
 
 from ..values import ClusterError, sanitize
+
+
+# gopkg.in/evanphx/json-patch.v4 patch.go test(): errors.Wrapf(ErrTestFailed, "testing value %s failed", path), the wording
+# the API server returns in its 422 for a failed JSON Patch `test` (a value kvwatch read has changed since)
+_TEST_FAILED = re.compile(r"testing value (/\S*) failed")
 
 
 def _status_message(body: Any) -> str:
@@ -41,8 +47,10 @@ def map_error(exc: BaseException, host: str = "") -> ClusterError:
         if status == 409:
             return ClusterError("conflict", f"conflict: {msg or 'the object was modified'}", 409)
         if status == 422:
-            kind = "conflict" if "test" in msg.lower() else "invalid"
-            return ClusterError(kind, f"rejected: {msg or 'invalid request'}", 422)
+            m = _TEST_FAILED.search(msg)
+            if m:  # a precondition of the patch failed, not a 409: say which value changed
+                return ClusterError("test-failed", f"{m.group(1)} is no longer the value read ({msg})", 422)
+            return ClusterError("invalid", f"rejected: {msg or 'invalid request'}", 422)
         if status == 429:
             return ClusterError("server", "throttled by the API server (429); retry shortly", 429)
         if status >= 500:

@@ -19,6 +19,7 @@ class KubeExec(KubeTransport):
         pods/exec is a `create` verb, so it is refused under --readonly like any other write."""
         if self.readonly:
             raise ClusterError("readonly", "read-only: pods/exec (in-pod nvidia-smi) is not sent")
+        from kubernetes import client
         from kubernetes.stream import stream
 
         kw: dict[str, Any] = {"command": list(argv), "stderr": True, "stdin": False, "stdout": True, "tty": False}
@@ -26,7 +27,14 @@ class KubeExec(KubeTransport):
             kw["container"] = container
 
         def run() -> str:
-            return stream(self.core.connect_get_namespaced_pod_exec, pod, namespace, **kw)
+            # kubernetes/stream/stream.py _websocket_request swaps `call_api` on the ApiClient it is given for the
+            # whole exec (and two overlapping execs can leave it swapped for good): each exec gets its own client
+            # over the same Configuration, so scrapes, lists and patches on the shared one stay plain HTTP
+            api = client.ApiClient(self.api.configuration)
+            try:
+                return stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace, **kw)
+            finally:
+                api.close()
 
         try:
             return await asyncio.to_thread(run)

@@ -69,13 +69,15 @@ class KubePlans(KubeControl):
             return refused
         scale = await self._call(self._workload(kind)[2], name, namespace)
         reverted = await self._reverted_by(namespace, kind, await self._read_workload(namespace, name, kind), replicas=True)
-        cur = int((scale.get("spec") or {}).get("replicas") or 0)
+        spec = scale.get("spec") or {}
+        cur = int(spec.get("replicas") or 0)
+        rv = None if "replicas" in spec else str((scale.get("metadata") or {}).get("resourceVersion") or "") or None
         warnings = []
         if replicas > cur:
             warnings.append("each new replica needs free GPUs and loads the model for minutes; watch for Pending pods")
         if replicas == 0:
             warnings.append("0 replicas: the model stops serving")
-        return _refuse(build_scale_plan(target, cur, replicas, warnings, **self._flags()), *reverted)
+        return _refuse(build_scale_plan(target, cur, replicas, warnings, resource_version=rv, **self._flags()), *reverted)
 
     async def plan_restart(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
         dep = await self._read_workload(namespace, name, kind)

@@ -28,6 +28,7 @@ from ..values import (
     ACTION_VERBS,
     MUTATING_ACTIONS,
     REVISION_ANNOTATION,
+    WRITE_VERBS,
     ClusterError,
     ContextInfo,
     DeploymentInfo,
@@ -49,9 +50,9 @@ class KubeReads(KubeTransport):
         sel = selector if selector is not None else self.selector
         kw = {"label_selector": sel} if sel else {}
         if self.all_namespaces and namespace is None:
-            data = await self._call(self.core.list_pod_for_all_namespaces, **kw)
+            data = await self._list(self.core.list_pod_for_all_namespaces, **kw)
         else:
-            data = await self._call(self.core.list_namespaced_pod, self._ns(namespace), **kw)
+            data = await self._list(self.core.list_namespaced_pod, self._ns(namespace), **kw)
         return [self._to_info(p) for p in data.get("items") or [] if self._keep(p, sel)]
 
     def metrics_url(self, pod: PodInfo) -> str:
@@ -87,6 +88,7 @@ class KubeReads(KubeTransport):
             "metrics",
             _text=True,
             _request_timeout=timeout,
+            _pool=self._scrape_pool,  # as many threads as the budget lets requests be open: none waits here
         )
 
     async def get_deployment(self, namespace: str, name: str, kind: str = "Deployment") -> DeploymentInfo:
@@ -237,13 +239,17 @@ class KubeReads(KubeTransport):
 
         Read-only: mutating actions are denied without asking the API server."""
         ns = self._ns(namespace)
+
+        def refused(action: str, verbs: tuple) -> bool:
+            return self.readonly and (action in MUTATING_ACTIONS or any(v[0] in WRITE_VERBS for v in verbs))
+
         checks: dict[tuple[str, str, str, str], Permission] = {}
-        wanted = {v for action, verbs in ACTION_VERBS.items() if not (self.readonly and action in MUTATING_ACTIONS) for v in verbs}
+        wanted = {v for action, verbs in ACTION_VERBS.items() if not refused(action, verbs) for v in verbs}
         results = await asyncio.gather(*(self._review(ns, *v) for v in sorted(wanted)))
         checks = dict(zip(sorted(wanted), results))
         out: dict[str, Permission] = {}
         for action, verbs in ACTION_VERBS.items():
-            if self.readonly and action in MUTATING_ACTIONS:
+            if refused(action, verbs):
                 out[action] = Permission(False, "read-only")
                 continue
             denied = [checks[v] for v in verbs if not checks[v].allowed]

@@ -1,5 +1,6 @@
-"""The pod watch: list, then watch from its resourceVersion, in a worker thread; re-lists on
-expiry and backs off on errors, which come as events, never raised.
+"""The pod watch: a paged list, then watch from its resourceVersion, in a worker thread. A
+broken or failed watch resumes from the last resourceVersion seen (BOOKMARKs keep it fresh); only
+410 Gone re-lists. Errors back off and come as events, never raised.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import json
 import threading
 from typing import Any, AsyncIterator
 
-from ..values import ClusterError, PodEvent, sanitize
+from ..values import PodEvent, sanitize
 from .errors import map_error
 from .transport import KubeTransport
 
@@ -50,9 +51,10 @@ class KubeWatch(KubeTransport):
             backoff = 0.5
             known: set[tuple[str, str]] = set()
             while not stop.is_set():
+                gen = self._auth_gen
                 try:
                     if rv is None:
-                        data = self._sync(list_fn, (), {})
+                        data = self._list_sync(list_fn)
                         rv = str((data.get("metadata") or {}).get("resourceVersion") or "")
                         pods = [p for p in data.get("items") or [] if self._keep(p, sel)]
                         infos = tuple(self._to_info(p) for p in pods)
@@ -73,11 +75,12 @@ class KubeWatch(KubeTransport):
                         ev = json.loads(line)
                         typ, obj = ev.get("type"), ev.get("object") or {}
                         if typ == "ERROR":
+                            # k8s.io/client-go tools/cache/reflector.go watchHandler: 410 Gone (Expired) -> re-list;
+                            # any other error -> watch again from the last resourceVersion
                             if obj.get("code") == 410:
-                                rv = None  # expired: re-list
+                                rv = None
                                 break
                             emit(PodEvent("ERROR", message=f"watch: {sanitize(str(obj.get('message') or obj))[:200]}"))
-                            rv = None
                             stop.wait(backoff)
                             backoff = min(backoff * 2, 30.0)
                             break
@@ -99,16 +102,15 @@ class KubeWatch(KubeTransport):
                         else:
                             known.add(key)
                         emit(PodEvent(str(typ), pod=info))
-                except ClusterError as e:
-                    emit(PodEvent("ERROR", message=e.message))
-                    rv = None
-                    stop.wait(backoff)
-                    backoff = min(backoff * 2, 30.0)
                 except Exception as e:  # noqa: BLE001 - a watch thread must not die silently
                     if stop.is_set():
                         break
-                    emit(PodEvent("ERROR", message=map_error(e, self.host).message))
-                    rv = None
+                    err = map_error(e, self.host)
+                    emit(PodEvent("ERROR", message=err.message))
+                    if err.status == 410:
+                        rv = None  # the resourceVersion itself is gone: re-list
+                    if err.kind == "unauthorized":
+                        self._reauthenticate(gen)  # new credentials for the next try, after the back-off
                     stop.wait(backoff)
                     backoff = min(backoff * 2, 30.0)
                 finally:

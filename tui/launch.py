@@ -87,6 +87,9 @@ def run(args: argparse.Namespace, source: Source, on_shutdown: Callable[[], None
             on_shutdown()
         return 2
     monitor = make_monitor(source, cfg, args.interval, on_scrapes=recorder.write if recorder else None)
+    pace = getattr(source, "pace", None)  # publish on the refresh schedule, slow replicas or not
+    if pace is not None:
+        pace(args.interval)
     # Sources that hold history (Prometheus) open with the detail plots' window already drawn.
     backfill = min(600.0, 300 * args.interval) if hasattr(source, "backfill") else None
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .model import FleetState, ReplicaView
+from .model import STALE, FleetState, ReplicaView
 
 
 def _num(v):
@@ -16,9 +16,9 @@ def _num(v):
     return round(v, 6) if isinstance(v, float) else v
 
 
-def replica_json(r: ReplicaView) -> dict:
+def replica_json(r: ReplicaView, now: float | None = None) -> dict:
     m = r.metrics
-    return {
+    out = {
         "name": r.name,
         "verdict": r.verdict,
         "evidence": [e.as_dict() for e in r.finding.evidence],
@@ -35,7 +35,10 @@ def replica_json(r: ReplicaView) -> dict:
         "group": r.group,
         "missing": list(r.finding.missing),
     }
+    if r.state == STALE and r.last_ok_ts is not None and now is not None:
+        out["age_s"] = _num(max(0.0, now - r.last_ok_ts))  # how old its last good values are
+    return out
 
 
 def fleet_json(state: FleetState) -> dict:
-    return {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r) for r in state.replicas]}
+    return {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}

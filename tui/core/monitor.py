@@ -7,12 +7,12 @@ the screen shows and what a script sees cannot disagree.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
-from .model import FleetState, ReplicaMetrics, ReplicaView, Scrape
+from .model import OK, STALE, FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .sources.base import Source
 from .verdicts import SEVERITY
 
@@ -47,6 +47,7 @@ class Monitor:
         self.histories: dict[str, ReplicaHistory] = {}
         self._latest: dict[str, Scrape] = {}  # last scrape of any kind, for pod/group/error
         self.on_scrapes = on_scrapes  # e.g. the recorder
+        self._late: set[str] = set()  # replicas with no answer in the last refresh (source's `pending`)
         self.state = FleetState(ts=time.time(), source=getattr(source, "description", ""), replicas=())
 
     async def start(self, backfill_s: float | None = None) -> None:
@@ -63,7 +64,11 @@ class Monitor:
         take_removed = getattr(self.source, "take_removed", None)  # cluster sources: deleted pods
         if take_removed is not None:
             self.forget(take_removed())
-        return self.ingest(scrapes)
+        # Replicas still unanswered when the source published (a slow or hanging endpoint):
+        # their last values are shown stale, with their age, until the answer arrives.
+        answered = {s.replica for s in scrapes}
+        self._late = {n for n in getattr(self.source, "pending", ()) if n not in answered}
+        return self.ingest(scrapes, getattr(self.source, "polled_at", None))
 
     def knows(self, name: str) -> bool:
         return name in self.histories
@@ -85,10 +90,14 @@ class Monitor:
         for n in list(names):
             self.histories.pop(n, None)
             self._latest.pop(n, None)
+            self._late.discard(n)
 
     def ingest(self, scrapes: list[Scrape], now: float | None = None) -> FleetState:
         if self.on_scrapes is not None and scrapes:
             self.on_scrapes(scrapes)
+        for name in self._late:  # asked but never answered yet: listed (down), not left out
+            if name not in self.histories:
+                self.histories[name] = ReplicaHistory(name, self.history_len, self.windows)
         for s in scrapes:
             h = self.histories.get(s.replica)
             if h is None:
@@ -104,6 +113,8 @@ class Monitor:
 
     def _view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:
         state = h.state(now)
+        if state == OK and name in self._late:
+            state = STALE
         # `since` is the history's own verdict state (kept by the diagnosis across refreshes)
         finding = diagnose(h, now, self.thresholds)
         if finding.since is None:  # nothing judged up to `now` yet

@@ -136,6 +136,16 @@ class DirectSource:
         self._gpu_clients: dict[str, _Endpoint] = {}  # per GPU URL (shared by a node)
         self._retired: list[_Endpoint] = []
         self._fixed_description = description
+        # At most one request in flight per replica (and per GPU page): a scrape that outlives
+        # a poll keeps running and is collected by a later poll, never started twice.
+        self._inflight: dict[str, tuple[asyncio.Task, float]] = {}  # target name -> (its scrape, asked at)
+        self._inflight_gpu: dict[str, asyncio.Task] = {}  # GPU URL -> its fetch
+        self._pending: dict[str, float] = {}  # target name -> start ts of a scrape not yet answered
+        # How long a poll waits for answers before it publishes what arrived (`pace`); None
+        # waits for every answer (each is bounded by the timeout), as a one-shot caller expects.
+        self.publish_s: float | None = None
+        self.first_publish_s: float | None = None
+        self.polled_at: float | None = None  # the clock at the last poll (the refresh's "now")
         self.set_targets(targets)
 
     # -- Source protocol -----------------------------------------------------------------------
@@ -156,21 +166,60 @@ class DirectSource:
         for t in self._targets.values():
             self._endpoint(t)
 
+    def pace(self, interval: float) -> None:
+        """Publish on a refresh schedule of `interval` seconds. A poll waits for answers at most
+        8% of it, so a replica that stops answering shifts the schedule by less than its 10%
+        tolerance; a slower answer is collected by the next poll (one refresh late, not stale)
+        and a replica with none by then is `pending`."""
+        self.publish_s = max(0.02, 0.08 * interval)
+        self.first_publish_s = interval  # the first screen: every replica if it can
+
+    @property
+    def pending(self) -> dict[str, float]:
+        """Replicas whose scrape was still unanswered when the last poll returned: name -> the
+        time it was asked (its last value is stale)."""
+        return dict(self._pending)
+
     async def poll(self) -> list[Scrape]:
         await self._close_retired()
-        targets = list(self._targets.values())
-        ts = self.clock()
-        # Replicas on one node share its exporter page: fetch and parse it once per poll.
-        gpu_urls = {t.gpu_url for t in targets if t.gpu_url}
-        gpu_tasks = {u: asyncio.ensure_future(self._guarded(self._fetch_gpu(u))) for u in gpu_urls}
-        try:
-            scrapes = await asyncio.gather(*(self._scrape(t, ts, gpu_tasks) for t in targets))
-        finally:
-            for task in gpu_tasks.values():
-                task.cancel()
-        return list(scrapes)
+        targets = self._targets
+        first = self.polled_at is None
+        wait = self.first_publish_s if first else self.publish_s
+        if wait is not None and wait >= self.timeout:
+            wait = None  # every scrape ends by its own timeout: wait for them all
+        ts = self.polled_at = self.clock()
+        for name, t in targets.items():
+            if name not in self._inflight:
+                self._inflight[name] = (asyncio.ensure_future(self._scrape(t, ts)), ts)
+        t0 = time.monotonic()
+        if self._inflight:
+            await asyncio.wait([task for task, _ in self._inflight.values()], timeout=wait)
+        if wait is not None and not first:
+            # Publish at the same point of every refresh, answers early or not: the schedule
+            # stays even when one refresh's answers all come back and the next one's do not.
+            await asyncio.sleep(max(0.0, wait - (time.monotonic() - t0)))
+        scrapes: list[Scrape] = []
+        self._pending = {}
+        for name, (task, asked) in list(self._inflight.items()):
+            if not task.done():
+                self._pending[name] = asked
+                continue
+            del self._inflight[name]
+            if task.cancelled() or task.exception() is not None:
+                continue
+            scrape = task.result()
+            if name in targets:  # a target removed meanwhile: its late answer is dropped
+                scrapes.append(scrape)
+        return scrapes
 
     async def close(self) -> None:
+        tasks = [*(t for t, _ in self._inflight.values()), *self._inflight_gpu.values()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._inflight.clear()
+        self._inflight_gpu.clear()
+        self._pending = {}
         clients = list(self._clients.values()) + list(self._gpu_clients.values())
         self._clients.clear()
         self._gpu_clients.clear()
@@ -194,6 +243,10 @@ class DirectSource:
             )
             new[t.name] = t
         for name, old in self._targets.items():
+            if name not in new or new[name] != old:
+                scrape = self._inflight.pop(name, None)
+                if scrape is not None:  # asked of the old target: its answer no longer applies
+                    scrape[0].cancel()
             if name not in new or new[name].url != old.url:
                 client = self._clients.pop(name, None)
                 if client is not None:
@@ -285,7 +338,18 @@ class DirectSource:
             e = self._gpu_clients[url] = self._new_endpoint(url)
         return parse_dcgm(await self._fetch(e))
 
-    async def _scrape(self, t: Target, ts: float, gpu_tasks: dict[str, asyncio.Future]) -> Scrape:
+    def _gpu_task(self, url: str) -> asyncio.Task:
+        """The node's exporter page, fetched and parsed once for every replica on it that asks
+        while it is in flight (replicas of one node share the page)."""
+        task = self._inflight_gpu.get(url)
+        if task is None:
+            task = self._inflight_gpu[url] = asyncio.ensure_future(self._guarded(self._fetch_gpu(url)))
+            task.add_done_callback(lambda _t, u=url: self._inflight_gpu.pop(u, None))
+        return task
+
+    async def _scrape(self, t: Target, ts: float) -> Scrape:
+        # Started early so that it runs beside the replica's own fetch.
+        gpu_task = self._gpu_task(t.gpu_url) if t.gpu_url else None
         t0 = time.perf_counter()
         text, error = await self._guarded(self._fetch(self._endpoint(t)))
         latency = time.perf_counter() - t0
@@ -305,7 +369,7 @@ class DirectSource:
                 group=t.group,
                 latency_s=latency,
             )
-        gpu = await self._gpu(t, gpu_tasks)
+        gpu = await self._gpu(t, gpu_task) if gpu_task is not None else None
         return Scrape(
             ts=ts,
             replica=t.name,
@@ -316,11 +380,10 @@ class DirectSource:
             latency_s=latency,
         )
 
-    async def _gpu(self, t: Target, gpu_tasks: dict[str, asyncio.Future]) -> GpuSample | None:
-        # A GPU endpoint failure leaves gpu None; it never fails the replica.
-        if not t.gpu_url:
-            return None
-        page, error = await gpu_tasks[t.gpu_url]
+    async def _gpu(self, t: Target, task: asyncio.Task) -> GpuSample | None:
+        # A GPU endpoint failure leaves gpu None; it never fails the replica. shield: one
+        # replica's scrape being cancelled must not cancel the page its node-mates wait for.
+        page, error = await asyncio.shield(task)
         if error is not None or page is None:
             return None
         try:

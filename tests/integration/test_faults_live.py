@@ -121,7 +121,6 @@ async def test_prometheus_failing_at_start_is_retried(tmp_path: Path, fail: str)
     assert max(errors) < len(lines) - 2
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 6: per-engine state grows without bound")
 async def test_high_cardinality_engines_keep_memory_bounded(tmp_path: Path) -> None:
     async with FaultServer(lifetime=40) as fs:
         url = await fs.add("engines", n=90_000)
@@ -138,7 +137,6 @@ async def test_high_cardinality_engines_keep_memory_bounded(tmp_path: Path) -> N
     assert run.peak_rss_mb < 600, f"peak RSS {run.peak_rss_mb:.0f} MB"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 11: duplicate series are added up")
 async def test_duplicate_series_take_the_last_value_and_warn(tmp_path: Path) -> None:
     async with FaultServer(lifetime=30) as fs:
         ok, dup = await fs.add("healthy"), await fs.add("duplicate")

@@ -35,6 +35,8 @@ def replica_json(r: ReplicaView, now: float | None = None) -> dict:
         "group": r.group,
         "missing": list(r.finding.missing),
     }
+    if r.warnings:  # only when the page had a problem: the line format is otherwise unchanged
+        out["warnings"] = list(r.warnings)
     if r.state == STALE and r.last_ok_ts is not None and now is not None:
         out["age_s"] = _num(max(0.0, now - r.last_ok_ts))  # how old its last good values are
     return out

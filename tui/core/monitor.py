@@ -136,4 +136,5 @@ class Monitor:
             model_name=sample.model_name if sample else None,
             last_ok_ts=ok.ts if ok else None,
             cache_config=dict(sample.cache_config) if sample else {},
+            warnings=sample.warnings if sample else (),
         )

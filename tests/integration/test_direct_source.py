@@ -255,7 +255,7 @@ async def test_set_targets_adds_and_removes_at_run_time(servers):
     src = DirectSource([Target("one", servers.url("/good/metrics"))], timeout=TIMEOUT)
     try:
         assert [s.replica for s in await src.poll()] == ["one"]
-        old_client = src._clients["one"].client  # white-box: the removed target's client must be closed
+        old_client = src._clients["one"]  # white-box: the removed target's client must be closed
         src.set_targets([Target("two", servers.url("/good2/metrics")), Target("three", servers.url("/500"))])
         got = by_name(await src.poll())
         assert set(got) == {"two", "three"}

@@ -1,10 +1,11 @@
 """Scrape vLLM /metrics endpoints given directly (`kvwatch --url ...`): bare metal, a
 port-forward, a node reached over SSH.
 
-One httpx.AsyncClient per target: a single shared client serialises on its connection pool
-and degrades quadratically with the number of targets (~4.8 s per round of 256 on loopback,
-against ~0.14 s with one client each). Each target gets its own deadline, so a hanging replica
-costs the poll at most `timeout` and never delays the others.
+One client per target: plain http:// goes through the lean keep-alive client in `http1.py`
+(~10x less CPU per page than httpx); https and proxied endpoints through one httpx.AsyncClient
+each (a single shared client serialises on its connection pool and degrades quadratically with
+the number of targets). Each target gets its own deadline and at most one request in flight,
+and a poll publishes on its schedule (`pace`), so a hanging replica never delays the others.
 """
 
 from __future__ import annotations
@@ -13,20 +14,24 @@ import asyncio
 import codecs
 import errno
 import functools
+import os
 import socket
 import ssl
+import sys
 import time
 from dataclasses import dataclass
 from http.cookiejar import CookieJar
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from .. import engines
 from ..metrics.extract import parse_dcgm, to_gpu
 from ..metrics.parser import Page, content_type_reason, not_metrics_reason
 from ..model import GpuSample, Scrape
+from .http1 import BodyTooLarge, Http1Client, HttpError
+
+if TYPE_CHECKING:
+    import httpx
 
 ACCEPT = "text/plain;version=0.0.4"  # not OpenMetrics: the 0.0.4 text is what the parser reads
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -48,6 +53,8 @@ class Target:
 def _ssl_context() -> ssl.SSLContext:
     """One TLS context for every client: loading the CA bundle costs ~16 ms a client, which is
     4 s of CPU at start-up for 256 replicas (bench/bench_refresh.py under cProfile)."""
+    import httpx
+
     return httpx.create_ssl_context()
 
 
@@ -86,13 +93,35 @@ class _NoCookies(CookieJar):
 
 
 class _Endpoint:
-    """One target's client (its own connection pool) and its prebuilt GET request."""
+    """One target's client: the lean HTTP/1.1 one (`lean`) for plain http without a proxy,
+    else httpx (its own connection pool) with its prebuilt GET request."""
 
-    __slots__ = ("client", "request")
+    __slots__ = ("client", "request", "lean")
 
-    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+    def __init__(self, client: "httpx.AsyncClient | None", url: str, lean: Http1Client | None = None) -> None:
         self.client = client
-        self.request = client.build_request("GET", url)
+        self.lean = lean
+        self.request = client.build_request("GET", url) if client is not None else None
+
+    @property
+    def is_closed(self) -> bool:
+        return self.lean.closed if self.lean is not None else self.client.is_closed
+
+    async def aclose(self) -> None:
+        if self.lean is not None:
+            await self.lean.aclose()
+        if self.client is not None:
+            await self.client.aclose()
+
+
+_PROXY_VARS = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
+
+
+def _wants_httpx(url: str, trust_env: bool) -> bool:
+    """https (certificates, TLS) and proxies from the environment go through httpx."""
+    if not url.startswith("http://"):
+        return True
+    return trust_env and any(os.environ.get(v) for v in _PROXY_VARS)
 
 
 def _charset(content_type: str) -> str:
@@ -259,6 +288,10 @@ class DirectSource:
 
     # -- internals -----------------------------------------------------------------------------
     def _new_endpoint(self, url: str) -> _Endpoint:
+        if not _wants_httpx(url, self.trust_env):
+            return _Endpoint(None, url, Http1Client(url, {"Accept": ACCEPT, "User-Agent": "kvwatch"}, self.max_bytes))
+        import httpx  # only for https or a proxy: ~60 ms of import that plain http never pays
+
         client = httpx.AsyncClient(
             verify=_ssl_context(),
             headers={"Accept": ACCEPT, "User-Agent": "kvwatch"},
@@ -280,7 +313,7 @@ class DirectSource:
         retired, self._retired = self._retired, []
         for e in retired:
             try:
-                await e.client.aclose()
+                await e.aclose()
             except Exception:  # noqa: BLE001 - closing a broken client must not fail a poll
                 pass
 
@@ -293,14 +326,17 @@ class DirectSource:
             return None, f"timeout after {float(self.timeout)}s"
         except ScrapeError as e:
             return None, str(e)
-        except httpx.HTTPError as e:
-            return None, _http_reason(e, self.timeout)
         except OSError as e:
             return None, _os_reason(e)
         except Exception as e:  # noqa: BLE001 - one endpoint's odd failure must not stop the poll
+            httpx = sys.modules.get("httpx")  # imported only where an endpoint uses it
+            if httpx is not None and isinstance(e, httpx.HTTPError):
+                return None, _http_reason(e, self.timeout)
             return None, f"scrape failed ({type(e).__name__})"
 
     async def _fetch(self, endpoint: _Endpoint) -> str:
+        if endpoint.lean is not None:
+            return self._decode(*await self._fetch_lean(endpoint.lean))
         # The request is built once per target: httpx spends as much building one as sending it.
         resp = await endpoint.client.send(endpoint.request, stream=True)
         try:
@@ -322,7 +358,26 @@ class DirectSource:
                 chunks.append(chunk)
         finally:
             await resp.aclose()
-        body = b"".join(chunks)
+        return self._decode(b"".join(chunks), ctype)
+
+    async def _fetch_lean(self, client: Http1Client) -> tuple[bytes, str]:
+        try:
+            resp, body = await client.get(self._check_head)
+        except BodyTooLarge:
+            raise ScrapeError(f"response over {human_bytes(self.max_bytes)}") from None
+        except HttpError as e:
+            raise ScrapeError(str(e)) from None
+        return body or b"", resp.headers.get("content-type", "")
+
+    def _check_head(self, status: int, headers: dict[str, str]) -> None:
+        """What is known before the body: a wrong status or content type, a declared size."""
+        if status != 200:
+            raise ScrapeError(f"HTTP {status}")
+        reason = content_type_reason(headers.get("content-type", ""))
+        if reason is not None:
+            raise ScrapeError(reason)
+
+    def _decode(self, body: bytes, ctype: str) -> str:
         try:
             text = body.decode(_charset(ctype), errors="replace")
         except LookupError:  # a codec that is not a text encoding (e.g. charset=rot13)

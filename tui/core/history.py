@@ -41,11 +41,23 @@ def counter_delta(values: Iterable[float | None]) -> float | None:
     return total if seen else None
 
 
+# Pod-level values the rate and batch windows read, taken from each scrape once when it is
+# added (Sample.value builds a list per call: ~77 calls per replica per refresh before).
+_WINDOW_VALUES = ("running", "requests_success", "prefix_hits", "prefix_queries", "preemptions",
+                  "generation_tokens", "prompt_tokens")
+_RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_seconds, after them
+_IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
+_MISSING = object()
+
+# (ts, values at _IDX / _CPU, the scrape) for the scrapes inside the longest window
+_Point = tuple[float, tuple[float | None, ...], Scrape]
+
+
 class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error", "_thinned",
-                 "_kept_ts", "diagnosis")
+                 "_kept_ts", "diagnosis", "_recent")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
@@ -60,6 +72,9 @@ class ReplicaHistory:
         # The diagnosis' state for this replica (its verdict state machine), opaque here: it
         # travels with the history (copies, forgotten replicas) instead of a cache beside it.
         self.diagnosis: object | None = None
+        # The scrapes of the longest window (and the one before it: the baseline), with their
+        # window values read once: what each refresh's rates and quantiles are derived from.
+        self._recent: deque[_Point] = deque(maxlen=maxlen)
 
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:
@@ -73,11 +88,36 @@ class ReplicaHistory:
             self.last_ok = scrape
             self.first_error_ts = None
             self.last_error = None
+            self._remember(scrape)
             self.points.append((scrape.ts, self._derive(scrape)))
         else:
             if self.first_error_ts is None:
                 self.first_error_ts = scrape.ts
             self.last_error = scrape
+
+    def _remember(self, scrape: Scrape) -> None:
+        sm = scrape.sample
+        vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
+        rec = self._recent
+        rec.append((scrape.ts, vals, scrape))
+        cutoff = scrape.ts - max(self.windows.rate_s, self.windows.quantile_s)
+        while len(rec) >= 2 and rec[1][0] <= cutoff:  # rec[1] is a baseline on its own
+            rec.popleft()
+
+    def _recent_window(self, seconds: float) -> list[_Point]:
+        """As `window`, over the remembered points: those after the window start and the first
+        at or before it (the baseline)."""
+        rec = self._recent
+        if not rec:
+            return []
+        cutoff = rec[-1][0] - seconds
+        out = []
+        for pt in reversed(rec):
+            out.append(pt)
+            if pt[0] <= cutoff:
+                break
+        out.reverse()
+        return out
 
     def _thin(self, now: float) -> None:
         w = self.windows
@@ -122,11 +162,13 @@ class ReplicaHistory:
         return out
 
     # -- derivation -------------------------------------------------------------
-    def _rate(self, win: list[Scrape], name: str) -> float | None:
+    @staticmethod
+    def _rate(win: list[_Point], name: str | int) -> float | None:
         if len(win) < 2:
             return None
-        d = counter_delta(s.sample.value(name) for s in win)
-        dt = win[-1].ts - win[0].ts
+        i = name if isinstance(name, int) else _IDX[name]
+        d = counter_delta(pt[1][i] for pt in win)
+        dt = win[-1][0] - win[0][0]
         if d is None or dt <= 0:
             return None
         return d / dt
@@ -147,15 +189,19 @@ class ReplicaHistory:
     def _derive(self, s: Scrape) -> ReplicaMetrics:
         sm = s.sample
         w = self.windows
-        rwin = self.window(w.rate_s)
-        qwin = self.window(w.quantile_s)
+        rwin = self._recent_window(w.rate_s)
+        qpts = self._recent_window(w.quantile_s)
+        qwin = [qpts[0][2], qpts[-1][2]] if len(qpts) >= 2 else [pt[2] for pt in qpts]  # the delta's ends
+        deltas: dict[str, Histogram | None] = {}
 
         def q(name: str, p: float) -> float | None:
-            h = self._hist_delta(qwin, name)
+            h = deltas.get(name, _MISSING)
+            if h is _MISSING:  # one delta per histogram, shared by its quantiles
+                h = deltas[name] = self._hist_delta(qwin, name)
             return h.quantile(p) if h is not None and h.count > 0 else None
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
-        running_vals = sorted(v for v in (x.sample.value("running") for x in qwin) if v is not None)
+        running_vals = sorted(v for v in (pt[1][_RUNNING] for pt in qpts) if v is not None)
         batch_p95 = None
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]
@@ -163,12 +209,7 @@ class ReplicaHistory:
         reqs = self._rate(rwin, "requests_success")
         hits, queries = self._rate(rwin, "prefix_hits"), self._rate(rwin, "prefix_queries")
         gpu = s.gpu
-        cpu_rate = None
-        if len(rwin) >= 2:
-            d = counter_delta(x.sample.process_cpu_seconds for x in rwin)
-            dt = rwin[-1].ts - rwin[0].ts
-            if d is not None and dt > 0:
-                cpu_rate = d / dt
+        cpu_rate = self._rate(rwin, _CPU)
         mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
         m = ReplicaMetrics(
             kv_usage=sm.value("kv_usage"),

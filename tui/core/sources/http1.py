@@ -172,13 +172,13 @@ class Http1Client:
         out: list[bytes] = []
         size = 0
 
-        def take(data: bytes) -> None:
+        def take(data: bytes, final: bool = False) -> None:
             nonlocal size
-            if discard:
+            if discard or (final and decoder is None):
                 return
             if decoder is not None:
-                try:
-                    data = decoder.decompress(data, cap + 1 - size)  # stop past the cap: bomb-safe
+                try:  # max_length: stop just past the cap, so a gzip bomb costs only the cap
+                    data = decoder.flush() if final else decoder.decompress(data, cap + 1 - size)
                 except zlib.error:
                     raise HttpError("undecodable response body") from None
             size += len(data)
@@ -221,15 +221,7 @@ class Http1Client:
             reusable = False
             while chunk := await reader.read(_READ):
                 take(chunk)
-        if decoder is not None and not discard:
-            try:
-                tail = decoder.flush()
-            except zlib.error:
-                raise HttpError("undecodable response body") from None
-            size += len(tail)
-            if size > cap:
-                raise BodyTooLarge
-            out.append(tail)
+        take(b"", final=True)
         return b"".join(out), reusable
 
 

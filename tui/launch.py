@@ -23,7 +23,9 @@ def direct_source(args: argparse.Namespace) -> Source:
         name = metrics_url.split("://", 1)[1].rsplit("/metrics", 1)[0]
         targets.append(Target(name=name, url=metrics_url, gpu_url=normalize_url(gpu) if gpu else None))
     desc = f"direct: {len(targets)} server{'s' if len(targets) != 1 else ''}"
-    return DirectSource(targets, timeout=args.timeout, description=desc)
+    # The page text is kept only for the recorder (~42 KB a replica otherwise held by the Monitor).
+    keep_raw = bool(getattr(args, "record", None))
+    return DirectSource(targets, timeout=args.timeout, description=desc, keep_raw=keep_raw)
 
 
 def make_recorder(args: argparse.Namespace):

@@ -66,3 +66,32 @@ def test_raw_pages_are_dropped_and_old_histograms_thinned():
     assert len(h.scrapes) == len(h.points)  # scrapes and derived points stay aligned
     # the latest quantile still sees the full window
     assert h.latest.ttft_p95_s is not None
+
+
+def test_old_scrapes_are_compacted_without_changing_their_values():
+    """Issue 14: scrapes past the windows (most of an hour's history) keep their values in one
+    array of doubles per engine, read the same as before, and share their unchanged config."""
+    import pickle
+    import sys
+
+    from tui.core.history import CompactValues
+
+    h = ReplicaHistory("r", maxlen=400, windows=Windows(rate_s=30, quantile_s=60, hist_keep_every_s=60))
+    originals = []
+    for i in range(200):
+        s = sample(1e12 + i, (i, i, i, i), running=i % 7)
+        s = Sample(s.engines, "v1", cache_config={"block_size": "16", "max_num_seqs": "256"}, extra={"x": 1.5})
+        originals.append(s)
+        h.add(Scrape(float(i), "r", s))
+    old = [s for s in h.scrapes if s.ts < 199 - 65 and s.sample.hist("ttft") is None]
+    assert len(old) > 100
+    for s in old:
+        vals = s.sample.engines["0"].values
+        assert isinstance(vals, CompactValues)
+        orig = originals[int(s.ts)]
+        assert dict(vals) == dict(orig.engines["0"].values)  # doubles: exact, 1e12 + i included
+        assert s.sample.value("preemptions") == 1e12 + s.ts and "kv_usage" in vals and "nope" not in vals
+        assert s.sample.extra == {"x": 1.5}
+        assert pickle.loads(pickle.dumps(s)) == s
+    assert len({id(s.sample.cache_config) for s in old}) <= 4  # shared, at most one per kept baseline
+    assert sys.getsizeof(old[0].sample.engines["0"].values._vals) < sys.getsizeof(originals[0].engines["0"].values)

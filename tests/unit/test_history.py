@@ -95,3 +95,19 @@ def test_old_scrapes_are_compacted_without_changing_their_values():
         assert pickle.loads(pickle.dumps(s)) == s
     assert len({id(s.sample.cache_config) for s in old}) <= 4  # shared, at most one per kept baseline
     assert sys.getsizeof(old[0].sample.engines["0"].values._vals) < sys.getsizeof(originals[0].engines["0"].values)
+
+
+def test_running_sums_give_counter_delta_rates_with_gaps_and_resets():
+    """Rates come from running reset-adjusted sums at the window's ends; a window with a
+    missing value falls back to counter_delta: both give what counter_delta gives."""
+    h = ReplicaHistory("r", maxlen=200, windows=Windows(rate_s=10, quantile_s=10))
+    seq = []
+    for i in range(60):
+        v = None if i in (20, 21) else (5.0 * i if i < 35 else 2.0 * (i - 35))  # a gap, then a restart
+        seq.append(v)
+        vals = {"running": 1.0} if v is None else {"running": 1.0, "preemptions": v}
+        h.add(Scrape(float(i), "r", Sample(engines={"0": EngineSample(vals, {})})))
+        win = [x for t, x in enumerate(seq) if t >= i - 10]
+        d = counter_delta(win)
+        want = None if d is None or len(win) < 2 else d / min(10, i)
+        assert h.latest.preemptions_per_s == want, (i, h.latest.preemptions_per_s, want)

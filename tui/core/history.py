@@ -11,6 +11,7 @@ from array import array
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from itertools import islice
 from typing import Iterable
 
 from .model import DOWN, OK, STALE, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape
@@ -51,15 +52,18 @@ _RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_se
 _IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
 _MISSING = object()
 
-# (ts, values at _IDX / _CPU, the scrape) for the scrapes inside the longest window
-_Point = tuple[float, tuple[float | None, ...], Scrape]
+# (ts, values at _IDX / _CPU, the scrape, running reset-adjusted sums, None values so far)
+# for the scrapes inside the longest window: a counter's increase over a window is the
+# difference of its running sums at the window's ends, without a pass over the window.
+_Point = tuple[float, tuple[float | None, ...], Scrape, tuple[float | None, ...], tuple[int, ...]]
+_NVALS = len(_WINDOW_VALUES) + 1
 
 
 class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error", "_thinned",
-                 "_kept_ts", "diagnosis", "_recent")
+                 "_kept_ts", "diagnosis", "_recent", "_run")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
@@ -77,6 +81,9 @@ class ReplicaHistory:
         # The scrapes of the longest window (and the one before it: the baseline), with their
         # window values read once: what each refresh's rates and quantiles are derived from.
         self._recent: deque[_Point] = deque(maxlen=maxlen)
+        # per window value: (last value seen, its running reset-adjusted sum, None values seen)
+        # (a list of lists, not a tuple: the replay controller's clone copies lists, shares tuples)
+        self._run: list[list] = [[None] * _NVALS, [0.0] * _NVALS, [0] * _NVALS]
 
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:
@@ -100,8 +107,19 @@ class ReplicaHistory:
     def _remember(self, scrape: Scrape) -> None:
         sm = scrape.sample
         vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
+        last, run, gaps = self._run
+        cum: list[float | None] = [None] * _NVALS
+        for i, v in enumerate(vals):
+            if v is None:
+                gaps[i] += 1
+                continue
+            p = last[i]
+            if p is not None:
+                run[i] += v - p if v >= p else v  # as counter_delta: a reset counts from zero
+            last[i] = v
+            cum[i] = run[i]
         rec = self._recent
-        rec.append((scrape.ts, vals, scrape))
+        rec.append((scrape.ts, vals, scrape, tuple(cum), tuple(gaps)))
         cutoff = scrape.ts - max(self.windows.rate_s, self.windows.quantile_s)
         while len(rec) >= 2 and rec[1][0] <= cutoff:  # rec[1] is a baseline on its own
             rec.popleft()
@@ -147,8 +165,11 @@ class ReplicaHistory:
         return self.points[-1][1] if self.points else ReplicaMetrics()
 
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
-        pts = list(self.points)[-n:]
-        return tuple(getattr(m, name) for _, m in pts)
+        # From the right end: copying the whole deque (an hour of points) per call cost more
+        # than the rest of a refresh's history work.
+        out = [getattr(m, name) for _, m in islice(reversed(self.points), n)]
+        out.reverse()
+        return tuple(out)
 
     def window(self, seconds: float) -> list[Scrape]:
         if not self.scrapes:
@@ -169,8 +190,12 @@ class ReplicaHistory:
         if len(win) < 2:
             return None
         i = name if isinstance(name, int) else _IDX[name]
-        d = counter_delta(pt[1][i] for pt in win)
-        dt = win[-1][0] - win[0][0]
+        a, b = win[0], win[-1]
+        if a[3][i] is not None and b[3][i] is not None and a[4][i] == b[4][i]:
+            d = b[3][i] - a[3][i]  # a value at every point of the window: the running sums
+        else:
+            d = counter_delta(pt[1][i] for pt in win)  # gaps: counter_delta's own rules
+        dt = b[0] - a[0]
         if d is None or dt <= 0:
             return None
         return d / dt

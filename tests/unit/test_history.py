@@ -111,3 +111,15 @@ def test_running_sums_give_counter_delta_rates_with_gaps_and_resets():
         d = counter_delta(win)
         want = None if d is None or len(win) < 2 else d / min(10, i)
         assert h.latest.preemptions_per_s == want, (i, h.latest.preemptions_per_s, want)
+
+
+def test_sparkline_series_match_the_points_they_come_from():
+    from tui.core.history import SERIES, SPARK_POINTS
+
+    for maxlen in (10, 400):
+        h = ReplicaHistory("r", maxlen=maxlen, windows=Windows(rate_s=5, quantile_s=5))
+        for i in range(100):
+            h.add(Scrape(float(i), "r", sample(i, (i, i, i, i), running=i % 9)))
+            for name in SERIES:
+                for n in (1, 7, SPARK_POINTS, SPARK_POINTS + 30):
+                    assert h.series(name, n) == tuple(getattr(m, name) for _, m in list(h.points)[-n:])

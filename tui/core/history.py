@@ -63,12 +63,15 @@ class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error", "_thinned",
-                 "_kept_ts", "diagnosis", "_recent", "_run")
+                 "_kept_ts", "diagnosis", "_recent", "_run", "_spark")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
         self.scrapes: deque[Scrape] = deque(maxlen=maxlen)  # successful scrapes only
         self.points: deque[tuple[float, ReplicaMetrics]] = deque(maxlen=maxlen)
+        # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
+        # reads all of them for every replica.
+        self._spark: dict[str, deque] = {k: deque(maxlen=min(maxlen, SPARK_POINTS)) for k in SERIES}
         self.windows = windows or Windows()
         self.last_ok: Scrape | None = None
         self.first_error_ts: float | None = None  # start of the current run of failures
@@ -98,7 +101,10 @@ class ReplicaHistory:
             self.first_error_ts = None
             self.last_error = None
             self._remember(scrape)
-            self.points.append((scrape.ts, self._derive(scrape)))
+            m = self._derive(scrape)
+            self.points.append((scrape.ts, m))
+            for k, d in self._spark.items():
+                d.append(getattr(m, k))
         else:
             if self.first_error_ts is None:
                 self.first_error_ts = scrape.ts
@@ -165,6 +171,10 @@ class ReplicaHistory:
         return self.points[-1][1] if self.points else ReplicaMetrics()
 
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
+        d = self._spark.get(name)
+        if d is not None and (n <= d.maxlen or len(d) == len(self.points)):
+            t = tuple(d)
+            return t[-n:] if n < len(t) else t
         # From the right end: copying the whole deque (an hour of points) per call cost more
         # than the rest of a refresh's history work.
         out = [getattr(m, name) for _, m in islice(reversed(self.points), n)]

@@ -128,11 +128,15 @@ async def _bare_rounds(ports: list[int], rounds: int) -> tuple[float, int]:
     return cpu / (rounds * len(ports)), size
 
 
-async def _kvwatch_rounds(urls: list[str], rounds: int) -> tuple[float, int]:
+async def _kvwatch_rounds(urls: list[str], rounds: int, httpx: bool = False) -> tuple[float, int]:
     # DirectSource's own fetch path (client, size cap, decode), without the parse: whatever
-    # client DirectSource uses is what this measures.
+    # client DirectSource uses is what this measures. httpx=True: the httpx path it keeps for
+    # https and proxies (and used for every endpoint before the lean client).
+    from tui.core.sources import direct
     from tui.core.sources.direct import DirectSource, Target
 
+    if httpx:
+        direct._wants_httpx = lambda url, trust_env: True
     src = DirectSource([Target(f"r{i}", u) for i, u in enumerate(urls)], timeout=5.0, keep_raw=False)
     await src.start()
     eps = [src._endpoint(t) for t in src.targets]
@@ -146,22 +150,30 @@ async def _kvwatch_rounds(urls: list[str], rounds: int) -> tuple[float, int]:
         size = len((await round_())[0])
     cpu = time.process_time() - c0
     await src.close()
+    if httpx:
+        direct._wants_httpx = _WANTS_HTTPX
     return cpu / (rounds * len(urls)), size
+
+
+from tui.core.sources.direct import _wants_httpx as _WANTS_HTTPX  # noqa: E402
 
 
 def client_floor(n: int, rounds: int, reps: int = 3) -> None:
     with PageFleet(n) as fleet:
-        bare, ours = [], []
-        for _ in range(reps):  # alternating, so drift in the machine's load hits both
+        bare, ours, via_httpx = [], [], []
+        for _ in range(reps):  # alternating, so drift in the machine's load hits all three
             b, size_b = asyncio.run(_bare_rounds(fleet.ports, rounds))
             k, size_k = asyncio.run(_kvwatch_rounds(fleet.urls, rounds))
-            assert size_b == size_k, "the two clients read different pages"
+            h, size_h = asyncio.run(_kvwatch_rounds(fleet.urls, rounds, httpx=True))
+            assert size_b == size_k == size_h, "the clients read different pages"
             bare.append(b)
             ours.append(k)
-    b, k = statistics.median(bare), statistics.median(ours)
+            via_httpx.append(h)
+    b, k, h = statistics.median(bare), statistics.median(ours), statistics.median(via_httpx)
     print(f"client floor, {n} keep-alive endpoints x {rounds} rounds x {reps} alternating reps, {size_b:,}-char pages:")
     print(f"  bare asyncio.Protocol client  {b * 1e6:7.0f} us CPU per page (floor)")
-    print(f"  kvwatch's fetch (DirectSource) {k * 1e6:7.0f} us CPU per page = {k / b:4.1f}x the floor")
+    print(f"  kvwatch's fetch (DirectSource) {k * 1e6:7.0f} us CPU per page = {k / b:4.1f}x the floor (lean http1 client)")
+    print(f"  the same through httpx         {h * 1e6:7.0f} us CPU per page = {h / b:4.1f}x the floor (https/proxy path)")
 
 
 def main() -> int:
@@ -176,12 +188,15 @@ def main() -> int:
     ap.add_argument("--floor-endpoints", type=int, default=64)
     ap.add_argument("--floor-rounds", type=int, default=10)
     ap.add_argument("--no-floor", action="store_true")
+    ap.add_argument("--floor-only", action="store_true", help="only the HTTP client floor")
     args = ap.parse_args()
     print(describe() + "; " + load_average() + " at start")
     print(f"kvwatch from {ROOT}; 1 s interval; warm-up {args.warmup:g} s, window {args.window:g} s; "
           f"tui = 200x50 pty with drawing, json = --json, no drawing; default history (600 s)")
     if not args.no_floor:
         client_floor(args.floor_endpoints, args.floor_rounds)
+    if args.floor_only:
+        return 0
     print(f"{'endpoints':>9} {'mode':<5} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8}  vs target "
           f"(RSS at {args.warmup + args.window:g} s)")
     env = kvwatch_env()

@@ -84,9 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .kube_launch import add_kube_options
 
     add_kube_options(parser)
-    from .core.sources import prometheus
+    from .core.sources import prom_args  # the flags only: the source (httpx) loads when used
 
-    prometheus.add_arguments(parser)
+    prom_args.add_arguments(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for mod_name in COMMANDS:
         try:

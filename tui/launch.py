@@ -24,7 +24,9 @@ def direct_source(args: argparse.Namespace) -> Source:
         name = metrics_url.split("://", 1)[1].rsplit("/metrics", 1)[0]
         targets.append(Target(name=name, url=metrics_url, gpu_url=normalize_url(gpu) if gpu else None))
     desc = f"direct: {len(targets)} server{'s' if len(targets) != 1 else ''}"
-    source = DirectSource(targets, timeout=args.timeout, description=desc)
+    # The page text is kept only for the recorder (~42 KB a replica otherwise held by the Monitor).
+    keep_raw = bool(getattr(args, "record", None))
+    source = DirectSource(targets, timeout=args.timeout, description=desc, keep_raw=keep_raw)
     from .core.sources.local_gpu import LocalGpuSource, choose
 
     gpus, ports, line = choose(mode, [(t.name, t.url) for t in targets])
@@ -100,6 +102,9 @@ def run(args: argparse.Namespace, source: Source, on_shutdown: Callable[[], None
             on_shutdown()
         return 2
     monitor = make_monitor(source, cfg, args.interval, on_scrapes=recorder.write if recorder else None)
+    pace = getattr(source, "pace", None)  # publish on the refresh schedule, slow replicas or not
+    if pace is not None:
+        pace(args.interval)
     # Sources that hold history (Prometheus) open with the detail plots' window already drawn.
     backfill = min(600.0, 300 * args.interval) if hasattr(source, "backfill") else None
     try:

@@ -257,7 +257,7 @@ async def test_set_targets_adds_and_removes_at_run_time(servers):
     src = DirectSource([Target("one", servers.url("/good/metrics"))], timeout=TIMEOUT)
     try:
         assert [s.replica for s in await src.poll()] == ["one"]
-        old_client = src._clients["one"].client  # white-box: the removed target's client must be closed
+        old_client = src._clients["one"]  # white-box: the removed target's client must be closed
         src.set_targets([Target("two", servers.url("/good2/metrics")), Target("three", servers.url("/500"))])
         got = by_name(await src.poll())
         assert set(got) == {"two", "three"}
@@ -267,6 +267,69 @@ async def test_set_targets_adds_and_removes_at_run_time(servers):
     finally:
         await src.close()
     assert all(c.is_closed for c in (old_client,))
+
+
+async def test_a_paced_poll_publishes_on_time_and_collects_the_slow_answer_later(servers):
+    """Issue 10 defect 4: a poll waits for answers only `publish_s`; a replica with no answer by
+    then is `pending` (its last value stale) and is never asked twice while it is."""
+    src = DirectSource([Target("good", servers.url("/good/metrics")), Target("hang", servers.url("/hang"))],
+                       timeout=2.0, clock=time.time)
+    src.pace(1.0)
+    assert src.publish_s == pytest.approx(0.08) and src.first_publish_s == 1.0
+    try:
+        polls = []
+        for _ in range(4):
+            t0 = time.perf_counter()
+            got = by_name(await src.poll())
+            polls.append((time.perf_counter() - t0, got, src.pending))
+        first, *later = polls
+        assert first[0] < 1.0 + 0.3 and set(first[1]) == {"good"}  # the first poll waits up to the interval
+        for elapsed, got, pending in later:
+            assert elapsed < 0.08 + 0.15, elapsed  # not the 2 s timeout
+            assert set(got) == {"good"} and got["good"].ok
+            assert set(pending) == {"hang"}
+        assert len(servers.peers.get("/hang", [])) == 1  # one request in flight, not one per poll
+        await asyncio.sleep(2.0)  # its timeout passes: the next poll collects the failure
+        got = by_name(await src.poll())
+        assert got["hang"].error == "timeout after 2.0s"
+    finally:
+        await src.close()
+
+
+async def test_a_monitor_marks_an_unanswered_replica_stale_with_its_age():
+    """The Monitor side of defect 4: a replica its source lists as pending keeps its last values,
+    shown stale; `--json` gives their age."""
+    from tui.core.export import fleet_json
+    from tui.core.model import EngineSample, Sample
+    from tui.core.monitor import Monitor
+
+    class Late:
+        description = "late"
+        pending: dict = {}
+        polled_at = 100.0
+
+        async def start(self):  # a Source (the Monitor starts it on the first refresh)
+            pass
+
+        async def poll(self):
+            t = self.polled_at
+            page = Sample({"": EngineSample({"running": 1.0}, {})})
+            out = [Scrape(ts=t, replica="a", sample=page)]
+            if "b" not in self.pending:
+                out.append(Scrape(ts=t, replica="b", sample=page))
+            return out
+
+    src = Late()
+    mon = Monitor(src)
+    states = {r.name: r.state for r in (await mon.refresh()).replicas}
+    assert states == {"a": "ok", "b": "ok"}
+    src.pending, src.polled_at = {"b": 101.0}, 107.0
+    fleet = fleet_json(await mon.refresh())
+    rows = {r["name"]: r for r in fleet["replicas"]}
+    assert rows["b"]["state"] == "stale" and rows["b"]["age_s"] == 7.0 and rows["b"]["running"] == 1.0
+    assert rows["a"]["state"] == "ok" and "age_s" not in rows["a"]
+    src.pending, src.polled_at = {}, 108.0
+    assert {r.name: r.state for r in (await mon.refresh()).replicas} == {"a": "ok", "b": "ok"}
 
 
 def test_duplicate_target_names_are_rejected():

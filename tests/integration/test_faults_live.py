@@ -79,7 +79,6 @@ def peak_ok(mb: float, limit: float) -> bool:
     return 0 < mb < limit
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 4: a hanging replica holds every refresh to --timeout")
 async def test_hanging_replica_does_not_delay_the_refresh(tmp_path: Path) -> None:
     async with FaultServer(lifetime=40) as fs:
         ok1, ok2 = await fs.add("healthy"), await fs.add("healthy")
@@ -120,7 +119,6 @@ async def test_prometheus_failing_at_start_is_retried(tmp_path: Path, fail: str)
     assert max(errors) < len(lines) - 2
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 6: per-engine state grows without bound")
 async def test_high_cardinality_engines_keep_memory_bounded(tmp_path: Path) -> None:
     async with FaultServer(lifetime=40) as fs:
         url = await fs.add("engines", n=90_000)
@@ -137,7 +135,6 @@ async def test_high_cardinality_engines_keep_memory_bounded(tmp_path: Path) -> N
     assert run.peak_rss_mb < 600, f"peak RSS {run.peak_rss_mb:.0f} MB"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 10 defect 11: duplicate series are added up")
 async def test_duplicate_series_take_the_last_value_and_warn(tmp_path: Path) -> None:
     async with FaultServer(lifetime=30) as fs:
         ok, dup = await fs.add("healthy"), await fs.add("duplicate")

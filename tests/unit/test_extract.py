@@ -249,3 +249,43 @@ def test_sm_active_preferred_over_graphics_engine_active():
 def test_vllm_page_is_not_a_gpu_page():
     assert to_gpu(parse_dcgm(sample_text(V0_COMPOSER))) is None
     assert DCGM_WANTED.isdisjoint(VLLM_WANTED)
+
+
+# -- malformed pages: duplicate series, unbounded engine labels (issue 10 defects 11 and 6) ---------
+
+
+def test_duplicate_series_take_the_last_value_and_say_so():
+    page = (
+        "# TYPE vllm:num_requests_running gauge\n"
+        'vllm:num_requests_running{engine="0",model_name="m"} 1.0\n'
+        'vllm:num_requests_running{engine="0",model_name="m"} 50.0\n'
+        'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.99\n'
+        'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.30\n'
+        'vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 3.0\n'
+        'vllm:request_success_total{engine="0",finished_reason="length",model_name="m"} 4.0\n'
+    )
+    s = to_sample(parse_vllm(page))
+    assert s.value("running") == 50.0  # the last, as Prometheus keeps it: not 51
+    assert s.value("kv_usage") == 0.30  # not the max of the two
+    assert s.value("requests_success") == 7.0  # distinct series of one engine still add up
+    assert len(s.warnings) == 1 and "duplicate" in s.warnings[0] and "2 series" in s.warnings[0]
+
+
+def test_a_clean_page_has_no_warnings():
+    s = to_sample(parse_vllm('vllm:num_requests_running{engine="0"} 1.0\nvllm:num_requests_running{engine="1"} 2.0\n'))
+    assert s.value("running") == 3.0 and s.warnings == ()
+
+
+def test_engines_beyond_the_bound_are_aggregated_and_said():
+    from tui.core.metrics.extract import MAX_ENGINES
+
+    n = MAX_ENGINES + 500
+    lines = [f'vllm:num_requests_running{{engine="{e}"}} 1.0' for e in range(n)]
+    lines += [f'vllm:kv_cache_usage_perc{{engine="{e}"}} {0.9 if e == n - 1 else 0.1}' for e in range(n)]
+    lines += [f'vllm:e2e_request_latency_seconds_bucket{{engine="{e}",le="+Inf"}} 2.0' for e in range(n)]
+    s = to_sample(parse_vllm("\n".join(lines) + "\n"))
+    assert len(s.engines) == MAX_ENGINES  # the first MAX_ENGINES - 1 and one aggregate of the rest
+    assert s.value("running") == float(n)  # nothing lost from the pod's totals
+    assert s.value("kv_usage") == 0.9  # the worst engine, even when aggregated
+    assert s.hist("e2e").count == 2.0 * n
+    assert any("engines" in w and str(n) in w for w in s.warnings), s.warnings

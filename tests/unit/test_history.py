@@ -66,3 +66,60 @@ def test_raw_pages_are_dropped_and_old_histograms_thinned():
     assert len(h.scrapes) == len(h.points)  # scrapes and derived points stay aligned
     # the latest quantile still sees the full window
     assert h.latest.ttft_p95_s is not None
+
+
+def test_old_scrapes_are_compacted_without_changing_their_values():
+    """Issue 14: scrapes past the windows (most of an hour's history) keep their values in one
+    array of doubles per engine, read the same as before, and share their unchanged config."""
+    import pickle
+    import sys
+
+    from tui.core.history import CompactValues
+
+    h = ReplicaHistory("r", maxlen=400, windows=Windows(rate_s=30, quantile_s=60, hist_keep_every_s=60))
+    originals = []
+    for i in range(200):
+        s = sample(1e12 + i, (i, i, i, i), running=i % 7)
+        s = Sample(s.engines, "v1", cache_config={"block_size": "16", "max_num_seqs": "256"}, extra={"x": 1.5})
+        originals.append(s)
+        h.add(Scrape(float(i), "r", s))
+    old = [s for s in h.scrapes if s.ts < 199 - 65 and s.sample.hist("ttft") is None]
+    assert len(old) > 100
+    for s in old:
+        vals = s.sample.engines["0"].values
+        assert isinstance(vals, CompactValues)
+        orig = originals[int(s.ts)]
+        assert dict(vals) == dict(orig.engines["0"].values)  # doubles: exact, 1e12 + i included
+        assert s.sample.value("preemptions") == 1e12 + s.ts and "kv_usage" in vals and "nope" not in vals
+        assert s.sample.extra == {"x": 1.5}
+        assert pickle.loads(pickle.dumps(s)) == s
+    assert len({id(s.sample.cache_config) for s in old}) <= 4  # shared, at most one per kept baseline
+    assert sys.getsizeof(old[0].sample.engines["0"].values._vals) < sys.getsizeof(originals[0].engines["0"].values)
+
+
+def test_running_sums_give_counter_delta_rates_with_gaps_and_resets():
+    """Rates come from running reset-adjusted sums at the window's ends; a window with a
+    missing value falls back to counter_delta: both give what counter_delta gives."""
+    h = ReplicaHistory("r", maxlen=200, windows=Windows(rate_s=10, quantile_s=10))
+    seq = []
+    for i in range(60):
+        v = None if i in (20, 21) else (5.0 * i if i < 35 else 2.0 * (i - 35))  # a gap, then a restart
+        seq.append(v)
+        vals = {"running": 1.0} if v is None else {"running": 1.0, "preemptions": v}
+        h.add(Scrape(float(i), "r", Sample(engines={"0": EngineSample(vals, {})})))
+        win = [x for t, x in enumerate(seq) if t >= i - 10]
+        d = counter_delta(win)
+        want = None if d is None or len(win) < 2 else d / min(10, i)
+        assert h.latest.preemptions_per_s == want, (i, h.latest.preemptions_per_s, want)
+
+
+def test_sparkline_series_match_the_points_they_come_from():
+    from tui.core.history import SERIES, SPARK_POINTS
+
+    for maxlen in (10, 400):
+        h = ReplicaHistory("r", maxlen=maxlen, windows=Windows(rate_s=5, quantile_s=5))
+        for i in range(100):
+            h.add(Scrape(float(i), "r", sample(i, (i, i, i, i), running=i % 9)))
+            for name in SERIES:
+                for n in (1, 7, SPARK_POINTS, SPARK_POINTS + 30):
+                    assert h.series(name, n) == tuple(getattr(m, name) for _, m in list(h.points)[-n:])

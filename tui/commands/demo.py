@@ -5,16 +5,31 @@ from __future__ import annotations
 import argparse
 
 
-def register(sub, live: argparse.ArgumentParser) -> None:
-    from tui.core.sim.scenarios import SCENARIOS
+class _ScenarioNames:
+    """The scenario names as argparse `choices`, read only when a `demo` command line is checked
+    or its help printed: building the CLI parser must not import the simulator (~10-30 ms)."""
 
+    def _names(self) -> list[str]:
+        from tui.core.sim.scenarios import SCENARIOS
+
+        return sorted(SCENARIOS)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self):
+        return iter(self._names())
+
+
+def register(sub, live: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "demo",
         parents=[live],
         help="run the simulated vLLM fleet (a game-day trainer) and watch it",
         description="Simulated vLLM replicas serve real /metrics on 127.0.0.1; kvwatch scrapes them.",
     )
-    p.add_argument("--scenario", default="steady", choices=sorted(SCENARIOS), help="what the fleet goes through")
+    p.add_argument("--scenario", default="steady", choices=_ScenarioNames(), metavar="NAME",
+                   help="what the fleet goes through: %(choices)s (default steady)")
     p.add_argument("--replicas", type=int, default=4, help="number of simulated replicas (default 4)")
     p.add_argument("--speed", type=float, default=1.0, help="simulated seconds per real second (default 1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same incident)")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from . import engines
-from .model import FleetState, ReplicaView
+from .model import STALE, FleetState, ReplicaView
 from .textsafe import redact
 
 
@@ -18,10 +18,10 @@ def _num(v):
     return round(v, 6) if isinstance(v, float) else v
 
 
-def replica_json(r: ReplicaView) -> dict:
+def replica_json(r: ReplicaView, now: float | None = None) -> dict:
     m = r.metrics
     pod = r.pod
-    return {
+    out = {
         # "name": the pod's own name for cluster rows (short, as before); "key" is unique across namespaces
         # (namespace/name under -A, the replica's name otherwise) and "namespace" is the pod's, or null
         "name": pod.name if pod is not None else r.name,
@@ -44,7 +44,12 @@ def replica_json(r: ReplicaView) -> dict:
         "missing": list(r.finding.missing),
         "invalid": dict(r.invalid),  # signals whose last value was NaN/Inf: {signal: reason}
     }
+    if r.warnings:  # only when the page had a problem: the line format is otherwise unchanged
+        out["warnings"] = list(r.warnings)
+    if r.state == STALE and r.last_ok_ts is not None and now is not None:
+        out["age_s"] = _num(max(0.0, now - r.last_ok_ts))  # how old its last good values are
+    return out
 
 
 def fleet_json(state: FleetState) -> dict:
-    return {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r) for r in state.replicas]}
+    return {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}

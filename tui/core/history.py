@@ -7,11 +7,14 @@ rate()+histogram_quantile() would compute them.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from itertools import islice
 from typing import Iterable
 
-from .model import DOWN, OK, STALE, EngineSample, Histogram, ReplicaMetrics, Scrape
+from .model import DOWN, OK, STALE, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
 SPARK_POINTS = 60  # points per sparkline on the fleet screen (and per Prometheus back-fill)
@@ -41,16 +44,34 @@ def counter_delta(values: Iterable[float | None]) -> float | None:
     return total if seen else None
 
 
+# Pod-level values the rate and batch windows read, taken from each scrape once when it is
+# added (Sample.value builds a list per call: ~77 calls per replica per refresh before).
+_WINDOW_VALUES = ("running", "requests_success", "prefix_hits", "prefix_queries", "preemptions",
+                  "generation_tokens", "prompt_tokens")
+_RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_seconds, after them
+_IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
+_MISSING = object()
+
+# (ts, values at _IDX / _CPU, the scrape, running reset-adjusted sums, None values so far)
+# for the scrapes inside the longest window: a counter's increase over a window is the
+# difference of its running sums at the window's ends, without a pass over the window.
+_Point = tuple[float, tuple[float | None, ...], Scrape, tuple[float | None, ...], tuple[int, ...]]
+_NVALS = len(_WINDOW_VALUES) + 1
+
+
 class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error", "_thinned",
-                 "_kept_ts", "diagnosis")
+                 "_kept_ts", "diagnosis", "_recent", "_run", "_spark")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
         self.scrapes: deque[Scrape] = deque(maxlen=maxlen)  # successful scrapes only
         self.points: deque[tuple[float, ReplicaMetrics]] = deque(maxlen=maxlen)
+        # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
+        # reads all of them for every replica.
+        self._spark: dict[str, deque] = {k: deque(maxlen=min(maxlen, SPARK_POINTS)) for k in SERIES}
         self.windows = windows or Windows()
         self.last_ok: Scrape | None = None
         self.first_error_ts: float | None = None  # start of the current run of failures
@@ -60,6 +81,12 @@ class ReplicaHistory:
         # The diagnosis' state for this replica (its verdict state machine), opaque here: it
         # travels with the history (copies, forgotten replicas) instead of a cache beside it.
         self.diagnosis: object | None = None
+        # The scrapes of the longest window (and the one before it: the baseline), with their
+        # window values read once: what each refresh's rates and quantiles are derived from.
+        self._recent: deque[_Point] = deque(maxlen=maxlen)
+        # per window value: (last value seen, its running reset-adjusted sum, None values seen)
+        # (a list of lists, not a tuple: the replay controller's clone copies lists, shares tuples)
+        self._run: list[list] = [[None] * _NVALS, [0.0] * _NVALS, [0] * _NVALS]
 
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:
@@ -73,11 +100,50 @@ class ReplicaHistory:
             self.last_ok = scrape
             self.first_error_ts = None
             self.last_error = None
-            self.points.append((scrape.ts, self._derive(scrape)))
+            self._remember(scrape)
+            m = self._derive(scrape)
+            self.points.append((scrape.ts, m))
+            for k, d in self._spark.items():
+                d.append(getattr(m, k))
         else:
             if self.first_error_ts is None:
                 self.first_error_ts = scrape.ts
             self.last_error = scrape
+
+    def _remember(self, scrape: Scrape) -> None:
+        sm = scrape.sample
+        vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
+        last, run, gaps = self._run
+        cum: list[float | None] = [None] * _NVALS
+        for i, v in enumerate(vals):
+            if v is None:
+                gaps[i] += 1
+                continue
+            p = last[i]
+            if p is not None:
+                run[i] += v - p if v >= p else v  # as counter_delta: a reset counts from zero
+            last[i] = v
+            cum[i] = run[i]
+        rec = self._recent
+        rec.append((scrape.ts, vals, scrape, tuple(cum), tuple(gaps)))
+        cutoff = scrape.ts - max(self.windows.rate_s, self.windows.quantile_s)
+        while len(rec) >= 2 and rec[1][0] <= cutoff:  # rec[1] is a baseline on its own
+            rec.popleft()
+
+    def _recent_window(self, seconds: float) -> list[_Point]:
+        """As `window`, over the remembered points: those after the window start and the first
+        at or before it (the baseline)."""
+        rec = self._recent
+        if not rec:
+            return []
+        cutoff = rec[-1][0] - seconds
+        out = []
+        for pt in reversed(rec):
+            out.append(pt)
+            if pt[0] <= cutoff:
+                break
+        out.reverse()
+        return out
 
     def _thin(self, now: float) -> None:
         w = self.windows
@@ -87,9 +153,9 @@ class ReplicaHistory:
             old = sc[self._thinned]
             if old.ts - self._kept_ts >= w.hist_keep_every_s:
                 self._kept_ts = old.ts
-            elif old.sample is not None and any(e.hists for e in old.sample.engines.values()):
-                bare = {k: EngineSample(e.values, {}) for k, e in old.sample.engines.items()}
-                sc[self._thinned] = replace(old, sample=replace(old.sample, engines=bare))
+            elif old.sample is not None:
+                prev = sc[self._thinned - 1].sample if self._thinned else None
+                sc[self._thinned] = replace(old, sample=_compact(old.sample, prev))
             self._thinned += 1
 
     # -- state ------------------------------------------------------------------
@@ -105,8 +171,15 @@ class ReplicaHistory:
         return self.points[-1][1] if self.points else ReplicaMetrics()
 
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
-        pts = list(self.points)[-n:]
-        return tuple(getattr(m, name) for _, m in pts)
+        d = self._spark.get(name)
+        if d is not None and (n <= d.maxlen or len(d) == len(self.points)):
+            t = tuple(d)
+            return t[-n:] if n < len(t) else t
+        # From the right end: copying the whole deque (an hour of points) per call cost more
+        # than the rest of a refresh's history work.
+        out = [getattr(m, name) for _, m in islice(reversed(self.points), n)]
+        out.reverse()
+        return tuple(out)
 
     def window(self, seconds: float) -> list[Scrape]:
         if not self.scrapes:
@@ -122,11 +195,17 @@ class ReplicaHistory:
         return out
 
     # -- derivation -------------------------------------------------------------
-    def _rate(self, win: list[Scrape], name: str) -> float | None:
+    @staticmethod
+    def _rate(win: list[_Point], name: str | int) -> float | None:
         if len(win) < 2:
             return None
-        d = counter_delta(s.sample.value(name) for s in win)
-        dt = win[-1].ts - win[0].ts
+        i = name if isinstance(name, int) else _IDX[name]
+        a, b = win[0], win[-1]
+        if a[3][i] is not None and b[3][i] is not None and a[4][i] == b[4][i]:
+            d = b[3][i] - a[3][i]  # a value at every point of the window: the running sums
+        else:
+            d = counter_delta(pt[1][i] for pt in win)  # gaps: counter_delta's own rules
+        dt = b[0] - a[0]
         if d is None or dt <= 0:
             return None
         return d / dt
@@ -147,15 +226,19 @@ class ReplicaHistory:
     def _derive(self, s: Scrape) -> ReplicaMetrics:
         sm = s.sample
         w = self.windows
-        rwin = self.window(w.rate_s)
-        qwin = self.window(w.quantile_s)
+        rwin = self._recent_window(w.rate_s)
+        qpts = self._recent_window(w.quantile_s)
+        qwin = [qpts[0][2], qpts[-1][2]] if len(qpts) >= 2 else [pt[2] for pt in qpts]  # the delta's ends
+        deltas: dict[str, Histogram | None] = {}
 
         def q(name: str, p: float) -> float | None:
-            h = self._hist_delta(qwin, name)
+            h = deltas.get(name, _MISSING)
+            if h is _MISSING:  # one delta per histogram, shared by its quantiles
+                h = deltas[name] = self._hist_delta(qwin, name)
             return h.quantile(p) if h is not None and h.count > 0 else None
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
-        running_vals = sorted(v for v in (x.sample.value("running") for x in qwin) if v is not None)
+        running_vals = sorted(v for v in (pt[1][_RUNNING] for pt in qpts) if v is not None)
         batch_p95 = None
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]
@@ -163,12 +246,7 @@ class ReplicaHistory:
         reqs = self._rate(rwin, "requests_success")
         hits, queries = self._rate(rwin, "prefix_hits"), self._rate(rwin, "prefix_queries")
         gpu = s.gpu
-        cpu_rate = None
-        if len(rwin) >= 2:
-            d = counter_delta(x.sample.process_cpu_seconds for x in rwin)
-            dt = rwin[-1].ts - rwin[0].ts
-            if d is not None and dt > 0:
-                cpu_rate = d / dt
+        cpu_rate = self._rate(rwin, _CPU)
         mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
         m = ReplicaMetrics(
             kv_usage=sm.value("kv_usage"),
@@ -208,6 +286,54 @@ class ReplicaHistory:
 
 
 _METRIC_FIELDS = frozenset(f.name for f in fields(ReplicaMetrics))
+
+
+class CompactValues(Mapping):
+    """A read-only name -> float mapping in one array of doubles, its names shared by every
+    mapping with the same ones: ~230 bytes for a page's ~15 values against ~1 KB as a dict of
+    boxed floats. Old scrapes (past the windows, most of an hour's history) are kept so."""
+
+    __slots__ = ("_index", "_vals")
+
+    def __init__(self, values: Mapping[str, float]) -> None:
+        names = tuple(values)
+        index = _INDEXES.get(names)
+        if index is None:
+            if len(_INDEXES) > 1000:
+                _INDEXES.clear()
+            index = _INDEXES[names] = {n: i for i, n in enumerate(names)}
+        self._index = index
+        self._vals = array("d", values.values())
+
+    def __getitem__(self, name: str) -> float:
+        return self._vals[self._index[name]]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self):
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._vals)
+
+    def __reduce__(self):
+        return (CompactValues, (dict(self),))
+
+
+_INDEXES: dict[tuple[str, ...], dict[str, int]] = {}
+
+
+def _compact(sample: Sample, prev: Sample | None) -> Sample:
+    """An old scrape's Sample without histograms, its values compacted, its config shared with
+    the scrape before it when equal (it rarely changes)."""
+    engines = {k: EngineSample(e.values if isinstance(e.values, CompactValues) else CompactValues(e.values), {})
+               for k, e in sample.engines.items()}
+    cfg = sample.cache_config
+    if prev is not None and prev.cache_config == cfg:
+        cfg = prev.cache_config
+    extra = sample.extra if isinstance(sample.extra, CompactValues) else CompactValues(sample.extra)
+    return replace(sample, engines=engines, cache_config=cfg, extra=extra)
 
 
 def _float_or_none(v: str | None) -> float | None:

@@ -88,6 +88,7 @@ class Sample:
     cache_config: Mapping[str, str] = field(default_factory=dict)  # vllm:cache_config_info labels
     process_cpu_seconds: float | None = None  # process_cpu_seconds_total of the API server
     extra: Mapping[str, float] = field(default_factory=dict)  # other unlabelled scalars kept
+    warnings: tuple[str, ...] = ()  # what was wrong with the page but read anyway (duplicates, ...)
 
     # Gauges a pod reports as a sum over its engines; everything else takes the worst engine.
     _SUMMED = frozenset(
@@ -339,6 +340,7 @@ class ReplicaView:
     cache_config: Mapping[str, str] = field(default_factory=dict)
     # signals of the last scrape that held a non-finite value: {signal: reason} (tui.core.finite)
     invalid: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # the last good page's problems (duplicate series, ...)
 
     @property
     def verdict(self) -> str:

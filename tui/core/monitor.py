@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 from .diagnosis import Thresholds, diagnose
 from .finite import finite_scrape
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
-from .model import DOWN, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
+from .model import DOWN, OK, STALE, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .retry import StartRetry
 from .sources.base import Source
 from .verdicts import SEVERITY
@@ -51,6 +51,7 @@ class Monitor:
         self._invalid: dict[str, dict[str, str]] = {}  # non-finite signals of the last scrape
         self._broken: dict[str, str] = {}  # replicas whose last scrape could not be taken in
         self.on_scrapes = on_scrapes  # e.g. the recorder
+        self._late: set[str] = set()  # replicas with no answer in the last refresh (source's `pending`)
         self.state = FleetState(ts=time.time(), source=getattr(source, "description", ""), replicas=())
         self.started = False  # the source started; until then each refresh retries, with backoff
         self.ok_refreshes = 0  # refreshes whose poll succeeded (the --json exit code reads it)
@@ -85,7 +86,11 @@ class Monitor:
         take_removed = getattr(self.source, "take_removed", None)  # cluster sources: deleted pods
         if take_removed is not None:
             self.forget(take_removed())
-        return self.ingest(scrapes)
+        # Replicas still unanswered when the source published (a slow or hanging endpoint):
+        # their last values are shown stale, with their age, until the answer arrives.
+        answered = {s.replica for s in scrapes}
+        self._late = {n for n in getattr(self.source, "pending", ()) if n not in answered}
+        return self.ingest(scrapes, getattr(self.source, "polled_at", None))
 
     def knows(self, name: str) -> bool:
         return name in self.histories
@@ -109,10 +114,14 @@ class Monitor:
             self._latest.pop(n, None)
             self._invalid.pop(n, None)
             self._broken.pop(n, None)
+            self._late.discard(n)
 
     def ingest(self, scrapes: list[Scrape], now: float | None = None) -> FleetState:
         if self.on_scrapes is not None and scrapes:
             self.on_scrapes(scrapes)
+        for name in self._late:  # asked but never answered yet: listed (down), not left out
+            if name not in self.histories:
+                self.histories[name] = ReplicaHistory(name, self.history_len, self.windows)
         for s in scrapes:
             s, invalid = finite_scrape(s)
             h = self.histories.get(s.replica)
@@ -151,6 +160,8 @@ class Monitor:
 
     def _view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:
         state = h.state(now)
+        if state == OK and name in self._late:
+            state = STALE
         # `since` is the history's own verdict state (kept by the diagnosis across refreshes)
         finding = diagnose(h, now, self.thresholds)
         if finding.since is None:  # nothing judged up to `now` yet
@@ -174,4 +185,5 @@ class Monitor:
             last_ok_ts=ok.ts if ok else None,
             cache_config=dict(sample.cache_config) if sample else {},
             invalid=dict(self._invalid.get(name, {})),
+            warnings=sample.warnings if sample else (),
         )

@@ -84,6 +84,24 @@ def _first_exposed(page: Page, candidates: Iterable[str]) -> str | None:
     return None
 
 
+# Engines kept apart per replica: a page with a label explosion (90k `engine` values) would
+# otherwise keep 90k engine records per scrape in the history. The rest become one aggregate.
+MAX_ENGINES = 64
+OTHER_ENGINES = "(other)"
+
+
+def _distinct_rows(rows: list[SampleRow], dup: list[int]) -> list[SampleRow]:
+    """Rows with each label set once, keeping its last value (as Prometheus ingests a page
+    with a repeated series); the number of repeats is added to dup[0]."""
+    if len(rows) < 2:
+        return rows
+    last = {labels: i for i, (labels, _) in enumerate(rows)}
+    if len(last) == len(rows):
+        return rows
+    dup[0] += len(rows) - len(last)
+    return [rows[i] for i in sorted(last.values())]
+
+
 def to_sample(page: Page) -> Sample:
     """A vLLM page in canonical names. Engines are keyed by the `engine` label ("" when absent);
     `engines` is empty when the page has no vLLM engine series at all."""
@@ -92,12 +110,13 @@ def to_sample(page: Page) -> Sample:
     model_name: str | None = None
     saw_engine_label = False
     summed = Sample._SUMMED
+    dup = [0]  # repeated series (same name and labels) on the page
 
     for canon, candidates in names.SCALARS.items():
         exposed = _first_exposed(page, candidates)
         if exposed is None:
             continue
-        for labels, v in _engine_rows(page, exposed):
+        for labels, v in _distinct_rows(_engine_rows(page, exposed), dup):
             if v != v:  # NaN: the server has no value to give
                 continue
             eng = labels.get("engine", "")
@@ -135,6 +154,12 @@ def to_sample(page: Page) -> Sample:
 
     for eng in hists:
         values.setdefault(eng, {})
+    warnings: list[str] = []
+    if dup[0]:
+        warnings.append(f"duplicate series on the page: {dup[0]} series repeated (last value kept)")
+    if len(values) > MAX_ENGINES:
+        warnings.append(f"{len(values)} engines on the page: {MAX_ENGINES - 1} kept apart, the rest as {OTHER_ENGINES}")
+        values, hists = _bound_engines(values, hists, summed)
     engines = {eng: EngineSample(values=vals, hists=hists.get(eng, {})) for eng, vals in values.items()}
     if model_name is None:
         model_name = _any_model_name(page)
@@ -148,7 +173,35 @@ def to_sample(page: Page) -> Sample:
         cache_config=cache_config,
         process_cpu_seconds=cpu,
         extra=extra,
+        warnings=tuple(warnings),
     )
+
+
+def _engine_order(eng: str) -> tuple:
+    return (0, int(eng), "") if eng.isdigit() else (1, 0, eng)
+
+
+def _bound_engines(values: dict[str, dict[str, float]], hists: dict[str, dict[str, Histogram]],
+                   summed: frozenset[str]) -> tuple[dict, dict]:
+    """The first MAX_ENGINES - 1 engines (in engine order) and one aggregate of the others:
+    sums for counts, the worst for ratios, histograms added, so pod-level values are unchanged."""
+    order = sorted(values, key=_engine_order)
+    keep, rest = order[: MAX_ENGINES - 1], order[MAX_ENGINES - 1 :]
+    other_v: dict[str, float] = {}
+    other_h: dict[str, Histogram] = {}
+    for eng in rest:
+        for k, v in values[eng].items():
+            prev = other_v.get(k)
+            other_v[k] = v if prev is None else (prev + v if k in summed else max(prev, v))
+        for k, h in hists.get(eng, {}).items():
+            prev_h = other_h.get(k)
+            other_h[k] = h if prev_h is None else prev_h + h
+    new_values = {eng: values[eng] for eng in keep}
+    new_values[OTHER_ENGINES] = other_v
+    new_hists = {eng: hists[eng] for eng in keep if eng in hists}
+    if other_h:
+        new_hists[OTHER_ENGINES] = other_h
+    return new_values, new_hists
 
 
 def _any_model_name(page: Page) -> str | None:

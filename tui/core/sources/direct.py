@@ -1,10 +1,11 @@
 """Scrape vLLM /metrics endpoints given directly (`kvwatch --url ...`): bare metal, a
 port-forward, a node reached over SSH.
 
-One httpx.AsyncClient per target: a single shared client serialises on its connection pool
-and degrades quadratically with the number of targets (~4.8 s per round of 256 on loopback,
-against ~0.14 s with one client each). Each target gets its own deadline, so a hanging replica
-costs the poll at most `timeout` and never delays the others.
+One client per target: plain http:// goes through the lean keep-alive client in `http1.py`
+(~10x less CPU per page than httpx); https and proxied endpoints through one httpx.AsyncClient
+each (a single shared client serialises on its connection pool and degrades quadratically with
+the number of targets). Each target gets its own deadline and at most one request in flight,
+and a poll publishes on its schedule (`pace`), so a hanging replica never delays the others.
 """
 
 from __future__ import annotations
@@ -13,20 +14,24 @@ import asyncio
 import codecs
 import errno
 import functools
+import os
 import socket
 import ssl
+import sys
 import time
 from dataclasses import dataclass
 from http.cookiejar import CookieJar
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 from urllib.parse import urlsplit, urlunsplit
-
-import httpx
 
 from .. import engines
 from ..metrics.extract import parse_dcgm, to_gpu
 from ..metrics.parser import Page, content_type_reason, not_metrics_reason
 from ..model import GpuSample, Scrape
+from .http1 import BodyTooLarge, Http1Client, HttpError
+
+if TYPE_CHECKING:
+    import httpx
 
 ACCEPT = "text/plain;version=0.0.4"  # not OpenMetrics: the 0.0.4 text is what the parser reads
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -48,6 +53,8 @@ class Target:
 def _ssl_context() -> ssl.SSLContext:
     """One TLS context for every client: loading the CA bundle costs ~16 ms a client, which is
     4 s of CPU at start-up for 256 replicas (bench/bench_refresh.py under cProfile)."""
+    import httpx
+
     return httpx.create_ssl_context()
 
 
@@ -86,13 +93,35 @@ class _NoCookies(CookieJar):
 
 
 class _Endpoint:
-    """One target's client (its own connection pool) and its prebuilt GET request."""
+    """One target's client: the lean HTTP/1.1 one (`lean`) for plain http without a proxy,
+    else httpx (its own connection pool) with its prebuilt GET request."""
 
-    __slots__ = ("client", "request")
+    __slots__ = ("client", "request", "lean")
 
-    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+    def __init__(self, client: "httpx.AsyncClient | None", url: str, lean: Http1Client | None = None) -> None:
         self.client = client
-        self.request = client.build_request("GET", url)
+        self.lean = lean
+        self.request = client.build_request("GET", url) if client is not None else None
+
+    @property
+    def is_closed(self) -> bool:
+        return self.lean.closed if self.lean is not None else self.client.is_closed
+
+    async def aclose(self) -> None:
+        if self.lean is not None:
+            await self.lean.aclose()
+        if self.client is not None:
+            await self.client.aclose()
+
+
+_PROXY_VARS = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
+
+
+def _wants_httpx(url: str, trust_env: bool) -> bool:
+    """https (certificates, TLS) and proxies from the environment go through httpx."""
+    if not url.startswith("http://"):
+        return True
+    return trust_env and any(os.environ.get(v) for v in _PROXY_VARS)
 
 
 def _charset(content_type: str) -> str:
@@ -136,6 +165,16 @@ class DirectSource:
         self._gpu_clients: dict[str, _Endpoint] = {}  # per GPU URL (shared by a node)
         self._retired: list[_Endpoint] = []
         self._fixed_description = description
+        # At most one request in flight per replica (and per GPU page): a scrape that outlives
+        # a poll keeps running and is collected by a later poll, never started twice.
+        self._inflight: dict[str, tuple[asyncio.Task, float]] = {}  # target name -> (its scrape, asked at)
+        self._inflight_gpu: dict[str, asyncio.Task] = {}  # GPU URL -> its fetch
+        self._pending: dict[str, float] = {}  # target name -> start ts of a scrape not yet answered
+        # How long a poll waits for answers before it publishes what arrived (`pace`); None
+        # waits for every answer (each is bounded by the timeout), as a one-shot caller expects.
+        self.publish_s: float | None = None
+        self.first_publish_s: float | None = None
+        self.polled_at: float | None = None  # the clock at the last poll (the refresh's "now")
         self.set_targets(targets)
 
     # -- Source protocol -----------------------------------------------------------------------
@@ -156,21 +195,60 @@ class DirectSource:
         for t in self._targets.values():
             self._endpoint(t)
 
+    def pace(self, interval: float) -> None:
+        """Publish on a refresh schedule of `interval` seconds. A poll waits for answers at most
+        8% of it, so a replica that stops answering shifts the schedule by less than its 10%
+        tolerance; a slower answer is collected by the next poll (one refresh late, not stale)
+        and a replica with none by then is `pending`."""
+        self.publish_s = max(0.02, 0.08 * interval)
+        self.first_publish_s = interval  # the first screen: every replica if it can
+
+    @property
+    def pending(self) -> dict[str, float]:
+        """Replicas whose scrape was still unanswered when the last poll returned: name -> the
+        time it was asked (its last value is stale)."""
+        return dict(self._pending)
+
     async def poll(self) -> list[Scrape]:
         await self._close_retired()
-        targets = list(self._targets.values())
-        ts = self.clock()
-        # Replicas on one node share its exporter page: fetch and parse it once per poll.
-        gpu_urls = {t.gpu_url for t in targets if t.gpu_url}
-        gpu_tasks = {u: asyncio.ensure_future(self._guarded(self._fetch_gpu(u))) for u in gpu_urls}
-        try:
-            scrapes = await asyncio.gather(*(self._scrape(t, ts, gpu_tasks) for t in targets))
-        finally:
-            for task in gpu_tasks.values():
-                task.cancel()
-        return list(scrapes)
+        targets = self._targets
+        first = self.polled_at is None
+        wait = self.first_publish_s if first else self.publish_s
+        if wait is not None and wait >= self.timeout:
+            wait = None  # every scrape ends by its own timeout: wait for them all
+        ts = self.polled_at = self.clock()
+        for name, t in targets.items():
+            if name not in self._inflight:
+                self._inflight[name] = (asyncio.ensure_future(self._scrape(t, ts)), ts)
+        t0 = time.monotonic()
+        if self._inflight:
+            await asyncio.wait([task for task, _ in self._inflight.values()], timeout=wait)
+        if wait is not None and not first:
+            # Publish at the same point of every refresh, answers early or not: the schedule
+            # stays even when one refresh's answers all come back and the next one's do not.
+            await asyncio.sleep(max(0.0, wait - (time.monotonic() - t0)))
+        scrapes: list[Scrape] = []
+        self._pending = {}
+        for name, (task, asked) in list(self._inflight.items()):
+            if not task.done():
+                self._pending[name] = asked
+                continue
+            del self._inflight[name]
+            if task.cancelled() or task.exception() is not None:
+                continue
+            scrape = task.result()
+            if name in targets:  # a target removed meanwhile: its late answer is dropped
+                scrapes.append(scrape)
+        return scrapes
 
     async def close(self) -> None:
+        tasks = [*(t for t, _ in self._inflight.values()), *self._inflight_gpu.values()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._inflight.clear()
+        self._inflight_gpu.clear()
+        self._pending = {}
         clients = list(self._clients.values()) + list(self._gpu_clients.values())
         self._clients.clear()
         self._gpu_clients.clear()
@@ -194,6 +272,10 @@ class DirectSource:
             )
             new[t.name] = t
         for name, old in self._targets.items():
+            if name not in new or new[name] != old:
+                scrape = self._inflight.pop(name, None)
+                if scrape is not None:  # asked of the old target: its answer no longer applies
+                    scrape[0].cancel()
             if name not in new or new[name].url != old.url:
                 client = self._clients.pop(name, None)
                 if client is not None:
@@ -206,6 +288,10 @@ class DirectSource:
 
     # -- internals -----------------------------------------------------------------------------
     def _new_endpoint(self, url: str) -> _Endpoint:
+        if not _wants_httpx(url, self.trust_env):
+            return _Endpoint(None, url, Http1Client(url, {"Accept": ACCEPT, "User-Agent": "kvwatch"}, self.max_bytes))
+        import httpx  # only for https or a proxy: ~60 ms of import that plain http never pays
+
         client = httpx.AsyncClient(
             verify=_ssl_context(),
             headers={"Accept": ACCEPT, "User-Agent": "kvwatch"},
@@ -227,7 +313,7 @@ class DirectSource:
         retired, self._retired = self._retired, []
         for e in retired:
             try:
-                await e.client.aclose()
+                await e.aclose()
             except Exception:  # noqa: BLE001 - closing a broken client must not fail a poll
                 pass
 
@@ -240,14 +326,17 @@ class DirectSource:
             return None, f"timeout after {float(self.timeout)}s"
         except ScrapeError as e:
             return None, str(e)
-        except httpx.HTTPError as e:
-            return None, _http_reason(e, self.timeout)
         except OSError as e:
             return None, _os_reason(e)
         except Exception as e:  # noqa: BLE001 - one endpoint's odd failure must not stop the poll
+            httpx = sys.modules.get("httpx")  # imported only where an endpoint uses it
+            if httpx is not None and isinstance(e, httpx.HTTPError):
+                return None, _http_reason(e, self.timeout)
             return None, f"scrape failed ({type(e).__name__})"
 
     async def _fetch(self, endpoint: _Endpoint) -> str:
+        if endpoint.lean is not None:
+            return self._decode(*await self._fetch_lean(endpoint.lean))
         # The request is built once per target: httpx spends as much building one as sending it.
         resp = await endpoint.client.send(endpoint.request, stream=True)
         try:
@@ -269,7 +358,26 @@ class DirectSource:
                 chunks.append(chunk)
         finally:
             await resp.aclose()
-        body = b"".join(chunks)
+        return self._decode(b"".join(chunks), ctype)
+
+    async def _fetch_lean(self, client: Http1Client) -> tuple[bytes, str]:
+        try:
+            resp, body = await client.get(self._check_head)
+        except BodyTooLarge:
+            raise ScrapeError(f"response over {human_bytes(self.max_bytes)}") from None
+        except HttpError as e:
+            raise ScrapeError(str(e)) from None
+        return body or b"", resp.headers.get("content-type", "")
+
+    def _check_head(self, status: int, headers: dict[str, str]) -> None:
+        """What is known before the body: a wrong status or content type, a declared size."""
+        if status != 200:
+            raise ScrapeError(f"HTTP {status}")
+        reason = content_type_reason(headers.get("content-type", ""))
+        if reason is not None:
+            raise ScrapeError(reason)
+
+    def _decode(self, body: bytes, ctype: str) -> str:
         try:
             text = body.decode(_charset(ctype), errors="replace")
         except LookupError:  # a codec that is not a text encoding (e.g. charset=rot13)
@@ -285,7 +393,18 @@ class DirectSource:
             e = self._gpu_clients[url] = self._new_endpoint(url)
         return parse_dcgm(await self._fetch(e))
 
-    async def _scrape(self, t: Target, ts: float, gpu_tasks: dict[str, asyncio.Future]) -> Scrape:
+    def _gpu_task(self, url: str) -> asyncio.Task:
+        """The node's exporter page, fetched and parsed once for every replica on it that asks
+        while it is in flight (replicas of one node share the page)."""
+        task = self._inflight_gpu.get(url)
+        if task is None:
+            task = self._inflight_gpu[url] = asyncio.ensure_future(self._guarded(self._fetch_gpu(url)))
+            task.add_done_callback(lambda _t, u=url: self._inflight_gpu.pop(u, None))
+        return task
+
+    async def _scrape(self, t: Target, ts: float) -> Scrape:
+        # Started early so that it runs beside the replica's own fetch.
+        gpu_task = self._gpu_task(t.gpu_url) if t.gpu_url else None
         t0 = time.perf_counter()
         text, error = await self._guarded(self._fetch(self._endpoint(t)))
         latency = time.perf_counter() - t0
@@ -305,7 +424,7 @@ class DirectSource:
                 group=t.group,
                 latency_s=latency,
             )
-        gpu = await self._gpu(t, gpu_tasks)
+        gpu = await self._gpu(t, gpu_task) if gpu_task is not None else None
         return Scrape(
             ts=ts,
             replica=t.name,
@@ -316,11 +435,10 @@ class DirectSource:
             latency_s=latency,
         )
 
-    async def _gpu(self, t: Target, gpu_tasks: dict[str, asyncio.Future]) -> GpuSample | None:
-        # A GPU endpoint failure leaves gpu None; it never fails the replica.
-        if not t.gpu_url:
-            return None
-        page, error = await gpu_tasks[t.gpu_url]
+    async def _gpu(self, t: Target, task: asyncio.Task) -> GpuSample | None:
+        # A GPU endpoint failure leaves gpu None; it never fails the replica. shield: one
+        # replica's scrape being cancelled must not cancel the page its node-mates wait for.
+        page, error = await asyncio.shield(task)
         if error is not None or page is None:
             return None
         try:

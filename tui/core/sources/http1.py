@@ -1,0 +1,243 @@
+"""A lean HTTP/1.1 GET client for plain-http /metrics endpoints: one keep-alive connection.
+
+Why not httpx here: a scrape through httpx/httpcore/h11/anyio costs ~350-1,100 us of CPU
+against ~30-130 us for a bare asyncio client on the same page (bench/bench_http_client.py),
+which at 256 replicas a second is a quarter of kvwatch's CPU. A /metrics GET needs little:
+Content-Length, chunked or close-delimited bodies, gzip, a few redirects. Anything more
+(https, a proxy from the environment) stays on httpx: see DirectSource._new_endpoint.
+
+Bounds: the caller's deadline (asyncio.timeout) covers the whole exchange; the body is capped
+by `max_bytes` after decompression (a gzip bomb stops at the cap); headers by the stream
+limit; redirects by MAX_REDIRECTS. A connection is reused only after a complete response and
+is dropped on any error or cancellation, so a timed-out request never poisons the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from typing import Callable
+from urllib.parse import urljoin, urlsplit
+
+MAX_REDIRECTS = 10
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_HEAD_LIMIT = 64 * 1024  # status line + headers
+_READ = 64 * 1024
+
+
+class HttpError(Exception):
+    """A protocol-level failure; str(e) is a short reason for the screen."""
+
+
+class BodyTooLarge(Exception):
+    """The body (decompressed) is over the cap."""
+
+
+class Response:
+    __slots__ = ("status", "headers")
+
+    def __init__(self, status: int, headers: dict[str, str]) -> None:
+        self.status = status
+        self.headers = headers  # lower-case names; a repeated header keeps its last value
+
+
+class _Conn:
+    __slots__ = ("reader", "writer", "key", "used")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, key: tuple) -> None:
+        self.reader, self.writer, self.key, self.used = reader, writer, key, False
+
+    def close(self) -> None:
+        self.writer.transport.abort()  # no graceful close: nothing more is owed to this server
+
+
+class Http1Client:
+    """GETs one URL (following redirects) over one kept-alive connection."""
+
+    def __init__(self, url: str, headers: dict[str, str], max_bytes: int) -> None:
+        self.url = url
+        self.max_bytes = max_bytes
+        self._headers = "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "Accept-Encoding: gzip\r\n"
+        self._conn: _Conn | None = None
+        self._requests: dict[str, bytes] = {}  # url -> request bytes, built once
+        self.closed = False
+
+    async def get(self, check: Callable[[int, dict[str, str]], None] | None = None) -> tuple[Response, bytes | None]:
+        """(response, body). `check(status, headers)` may refuse the response (raise) before its
+        body is read. The body is read only for a 200; over the cap: BodyTooLarge."""
+        url = self.url
+        for _ in range(MAX_REDIRECTS + 1):
+            resp, conn = await self._exchange(url)
+            if resp.status in _REDIRECTS and "location" in resp.headers:
+                await self._body(conn, resp, discard=True)
+                url = urljoin(url, resp.headers["location"])
+                if urlsplit(url).scheme != "http":
+                    self._drop()
+                    raise HttpError("redirect to a non-http URL")
+                continue
+            if check is not None:
+                try:
+                    check(resp.status, resp.headers)
+                except BaseException:
+                    self._drop()
+                    raise
+            if resp.status != 200:
+                self._drop()  # the body is not wanted: do not read it to keep the connection
+                return resp, None
+            return resp, await self._body(conn, resp)
+        self._drop()
+        raise HttpError("too many redirects")
+
+    async def aclose(self) -> None:
+        self._drop()
+        self.closed = True
+
+    # -- internals ----------------------------------------------------------------------------
+    def _drop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    async def _connect(self, url: str) -> _Conn:
+        parts = urlsplit(url)
+        key = (parts.hostname, parts.port or 80)
+        conn = self._conn
+        if conn is not None and (conn.key != key or conn.reader.at_eof() or conn.writer.is_closing()):
+            self._drop()
+            conn = None
+        if conn is None:
+            reader, writer = await asyncio.open_connection(key[0], key[1], limit=_HEAD_LIMIT)
+            conn = self._conn = _Conn(reader, writer, key)
+        return conn
+
+    def _request(self, url: str) -> bytes:
+        req = self._requests.get(url)
+        if req is None:
+            parts = urlsplit(url)
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            req = f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n{self._headers}\r\n".encode("latin-1")
+            if len(self._requests) > 16:  # redirect targets: a loop must not grow this
+                self._requests.clear()
+            self._requests[url] = req
+        return req
+
+    async def _exchange(self, url: str) -> tuple[Response, _Conn]:
+        for attempt in (0, 1):
+            conn = await self._connect(url)
+            reused = conn.used
+            try:
+                conn.writer.write(self._request(url))
+                head = await conn.reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError as e:
+                self._drop()
+                if reused and not e.partial and attempt == 0:
+                    continue  # the server closed the idle kept-alive connection: ask again
+                raise HttpError("bad HTTP response (connection closed or not HTTP)") from None
+            except (ConnectionResetError, BrokenPipeError):
+                self._drop()
+                if reused and attempt == 0:
+                    continue  # the same, noticed as a reset
+                raise
+            except asyncio.LimitOverrunError:
+                self._drop()
+                raise HttpError("bad HTTP response (headers too long)") from None
+            except BaseException:
+                self._drop()
+                raise
+            conn.used = True
+            return _head(head), conn
+        raise AssertionError("unreachable")
+
+    async def _body(self, conn: _Conn, resp: Response, discard: bool = False) -> bytes:
+        try:
+            body, reusable = await self._read_body(conn.reader, resp.headers, discard)
+        except asyncio.IncompleteReadError:
+            self._drop()
+            raise HttpError("bad HTTP response (connection closed or not HTTP)") from None
+        except ValueError:  # a chunk-size line over the stream limit
+            self._drop()
+            raise HttpError("bad HTTP response (chunk size)") from None
+        except BaseException:
+            self._drop()
+            raise
+        if not reusable:
+            self._drop()
+        return body
+
+    async def _read_body(self, reader: asyncio.StreamReader, h: dict[str, str], discard: bool) -> tuple[bytes, bool]:
+        cap = self.max_bytes
+        enc = h.get("content-encoding", "").strip().lower()
+        decoder = zlib.decompressobj(47) if enc in ("gzip", "x-gzip") else (
+            zlib.decompressobj() if enc == "deflate" else None)  # 47: zlib or gzip header, auto
+        out: list[bytes] = []
+        size = 0
+
+        def take(data: bytes, final: bool = False) -> None:
+            nonlocal size
+            if discard or (final and decoder is None):
+                return
+            if decoder is not None:
+                try:  # max_length: stop just past the cap, so a gzip bomb costs only the cap
+                    data = decoder.flush() if final else decoder.decompress(data, cap + 1 - size)
+                except zlib.error:
+                    raise HttpError("undecodable response body") from None
+            size += len(data)
+            if size > cap:
+                raise BodyTooLarge
+            out.append(data)
+
+        reusable = h.get("connection", "").lower() != "close"
+        if "chunked" in h.get("transfer-encoding", "").lower():
+            raw = 0
+            while True:
+                line = await reader.readline()
+                try:
+                    n = int(line.split(b";", 1)[0].strip(), 16)
+                except ValueError:
+                    raise HttpError("bad HTTP response (chunk size)") from None
+                if n == 0:
+                    while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    break
+                raw += n
+                if raw > cap and (decoder is None or discard):
+                    raise BodyTooLarge
+                take(await reader.readexactly(n))
+                await reader.readexactly(2)
+        elif "content-length" in h:
+            try:
+                n = int(h["content-length"])
+            except ValueError:
+                raise HttpError("bad HTTP response (content-length)") from None
+            if n > cap and decoder is None:
+                raise BodyTooLarge
+            while n > 0:
+                chunk = await reader.read(min(n, _READ if decoder is not None else n))
+                if not chunk:
+                    raise HttpError("bad HTTP response (connection closed or not HTTP)")
+                n -= len(chunk)
+                take(chunk)
+        else:  # no length: the body ends when the server closes
+            reusable = False
+            while chunk := await reader.read(_READ):
+                take(chunk)
+        take(b"", final=True)
+        return b"".join(out), reusable
+
+
+def _head(raw: bytes) -> Response:
+    lines = raw.decode("latin-1").split("\r\n")
+    status_line = lines[0].split(" ", 2)
+    if len(status_line) < 2 or not status_line[0].startswith("HTTP/1.") or not status_line[1].isdigit():
+        raise HttpError("bad HTTP response (connection closed or not HTTP)")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, sep, value = line.partition(":")
+        if not sep:
+            raise HttpError("bad HTTP response (malformed header)")
+        headers[name.strip().lower()] = value.strip()
+    if status_line[0] == "HTTP/1.0" and headers.get("connection", "").lower() != "keep-alive":
+        headers["connection"] = "close"
+    return Response(int(status_line[1]), headers)

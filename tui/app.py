@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.message import Message
 
@@ -30,6 +30,7 @@ from .actions import APP, bindings
 from .alerts import PressureAlerts
 from .bindings import binding_ids
 from .gate import Gate
+from .keyhold import KeyHold, KeysReady
 from .palette import KvwatchCommands
 from .replay_controls import ReplayControls
 from .terminal import StripColor, detect
@@ -113,6 +114,9 @@ class KvwatchApp(App):
             self._theme_name = MONO_THEME
         self.cluster: Cluster | None = None  # set when the cluster is not the source's (tests, tools)
         self.mitigation_gate = Gate(self)  # which mitigation keys may be used now (tui/gate.py)
+        # keys typed after `/` or `:` wait for the prompt (tui/keyhold.py)
+        self.keyhold = KeyHold(self.set_timer, lambda n: self.notify(
+            f"{n} key(s) typed for a prompt that did not open were dropped", severity="warning", timeout=4))
         self.apply_context(context, startup=True)
 
     # -- theme ------------------------------------------------------------------
@@ -126,6 +130,16 @@ class KvwatchApp(App):
 
     def watch_theme(self, _theme: str) -> None:
         self._palette = None
+
+    # -- keys typed ahead of a prompt (tui/keyhold.py) -----------------------------------------
+    async def on_event(self, event: events.Event) -> None:
+        # new keys, and keys bubbling back up to have their binding run, alike
+        if isinstance(event, (events.Key, events.Paste)) and self.keyhold.take(event):
+            return
+        await super().on_event(event)
+
+    async def on_keys_ready(self, _msg: KeysReady) -> None:
+        await self.keyhold.release(super().on_event)
 
     # -- lifecycle --------------------------------------------------------------
     def on_mount(self) -> None:

@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from tui.actions import bindings
 from tui.core.model import SEVERITY, FleetState, ReplicaView
 from tui.core.textsafe import clean
+from tui.keyhold import PromptInput
 from widgets.fleet_table import FleetTable
 from widgets.format import asciify
 from widgets.header import FleetHeader, PressureBanner
@@ -72,7 +73,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         table.ascii = self.app.ascii
         yield table
         yield SelectedStrip("waiting for the first refresh...", id="strip")
-        yield Input(placeholder="filter: regex over name/verdict/group, ! inverts, esc clears", id="filter")
+        yield PromptInput(placeholder="filter: regex over name/verdict/group, ! inverts, esc clears", id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -162,6 +163,8 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
+        if not box.has_focus:
+            self.app.keyhold.hold()  # what is typed next belongs to the filter (tui/keyhold.py)
         box.value = self.filter
         box.focus()
 

@@ -26,7 +26,7 @@ from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
 
-from .actions import APP, bindings
+from .actions import APP, bindings, remap_problems
 from .alerts import PressureAlerts
 from .bindings import binding_ids
 from .gate import Gate
@@ -165,7 +165,8 @@ class KvwatchApp(App):
                 self.poll_loop()
 
     def _apply_keymap(self) -> None:
-        """User key remapping by binding id; an id no screen knows is reported, not fatal."""
+        """User key remapping by binding id; an id no screen knows, or a key another action
+        already uses (tui/actions.py `remap_problems`), is reported and not applied, not fatal."""
         keys = dict(self.config.keys)
         if not keys:
             return
@@ -173,6 +174,10 @@ class KvwatchApp(App):
         for bid in sorted(set(keys) - set(known)):
             self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid}: no such binding id "
                                                         "(see `kvwatch config show`)")))
+            del keys[bid]
+        for bid, why in remap_problems(keys):
+            self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid} = {keys[bid]!r}: {why}; "
+                                                        "kept the default key")))
             del keys[bid]
         self.set_keymap(keys)
 

@@ -2,7 +2,7 @@
 
 One field per flag with the value the container runs with (or the engine default, as the
 placeholder), inline validation, the incident presets, and the exact diff of the container spec
-as you type. `ctrl+s` plans the change on the cluster (re-reading the Deployment, with the KV
+as you type. `f8` plans the change on the cluster (re-reading the Deployment, with the KV
 preflight), shows the confirm dialog, applies it (server-side dry run, then the patch) and goes
 straight to the rollout view. A refused patch (someone changed the Deployment) reloads the form
 with the new state.
@@ -128,7 +128,7 @@ class EditArgsScreen(Screen):
                 yield Static("", id="edit-notes")
                 with Horizontal(id="edit-actions"):
                     yield Button("Cancel", id="edit-cancel", compact=True)
-                    yield Button("Review & apply (ctrl+s)", id="edit-apply", variant="warning", compact=True, disabled=True)
+                    yield Button("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield Footer()
 
     def _title(self) -> Text:
@@ -211,7 +211,7 @@ class EditArgsScreen(Screen):
                     done.append(f"{flag}={value}")
         self._revalidate()
         if done:
-            self.app.notify("pre-filled: " + ", ".join(done) + " (review the diff, ctrl+s to apply)",
+            self.app.notify("pre-filled: " + ", ".join(done) + " (review the diff, f8 to apply)",
                             title="suggested by kvwatch", timeout=6, markup=False)
 
     # -- validation and the live diff -----------------------------------------------------------

@@ -28,6 +28,7 @@ from tui.core.monitor import Monitor
 
 from .actions import APP, bindings, remap_problems
 from .alerts import PressureAlerts
+from .cli_conventions import default_screenshot_dir
 from .bindings import binding_ids
 from .gate import Gate
 from .keyhold import KeyHold, KeysReady
@@ -70,7 +71,7 @@ class KvwatchApp(App):
         readonly: bool = False,
         theme: str | None = None,
         ascii: bool = False,
-        screenshot_dir: str | Path = ".",
+        screenshot_dir: str | Path | None = None,
         on_shutdown: Callable[[], None] | None = None,
         autostart: bool = True,
         mode: str = "live",
@@ -92,7 +93,8 @@ class KvwatchApp(App):
         self.context: str | None = None
         self.ascii = ascii
         self.paused = False
-        self.screenshot_dir = Path(screenshot_dir)
+        # a stated folder, never silently the working directory (tui/cli_conventions.py)
+        self.screenshot_dir = Path(screenshot_dir).expanduser() if screenshot_dir else default_screenshot_dir()
         self._on_shutdown = on_shutdown
         self._autostart = autostart
         self._palette: dict[str, str] | None = None

@@ -59,6 +59,7 @@ class FleetHeader(Vertical):
         self.mode = "live"  # "live", "paused", "replay", "replay-paused"
         self.status = ""  # shown after the mode, e.g. replay speed and position
         self.flags: list[str] = []  # e.g. READONLY, PRODUCTION
+        self.sim_speed: float | None = None  # a simulated clock (the demo): labelled, with its speed
         self.ascii = False
 
     def compose(self) -> ComposeResult:
@@ -95,7 +96,9 @@ class FleetHeader(Vertical):
             t.append(f" {f} ", style=style)
         # A recording may be days old: replay shows the date too.
         clock = "%Y-%m-%d %H:%M:%S" if self.mode.startswith("replay") else "%H:%M:%S"
-        t.append(bar + time.strftime(clock, time.localtime(state.ts)) + bar)
+        sim = "sim " if self.sim_speed else ""
+        t.append(bar + sim + time.strftime(clock, time.localtime(state.ts)))
+        t.append((f" {self.sim_speed:g}x" if self.sim_speed else "") + bar)
         t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
         t.append(bar + "run ")
         t.append(num(_sum(state, "running")))

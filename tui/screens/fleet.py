@@ -81,6 +81,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         header = self.query_one(FleetHeader)
         header.ascii = self.query_one(PressureBanner).ascii = self.app.ascii
         header.flags = self.app.flags()
+        header.sim_speed = getattr(self.app.monitor.source, "sim_speed", None)
         header.mode, header.status = self.app.header_mode()
         if self.app.monitor.state.replicas:
             self.show_state(self.app.monitor.state)

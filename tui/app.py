@@ -32,6 +32,7 @@ from .cli_conventions import default_screenshot_dir
 from .bindings import binding_ids
 from .gate import Gate
 from .keyhold import KeyHold, KeysReady
+from widgets.flash import Flash, FlashBar
 from .palette import KvwatchCommands
 from .replay_controls import ReplayControls
 from .terminal import StripColor, detect
@@ -53,8 +54,7 @@ class KvwatchApp(App):
     # ASCII mode (TERM=linux consoles): Textual's own edge glyphs in characters those fonts have.
     CSS = """
     App.-ascii FooterKey.-command-palette { border-left: none; }
-    App.-ascii Toast, App.-ascii Toast.-information, App.-ascii Toast.-warning,
-    App.-ascii Toast.-error { border-left: ascii $primary; }
+    Toast { display: none; }  /* messages go to the flash line (widgets/flash.py), never over content */
     App.-ascii HeaderLine, App.-ascii PressureBanner, App.-ascii SelectedStrip { text-overflow: clip; }
     """
     TITLE = "kvwatch"
@@ -105,6 +105,7 @@ class KvwatchApp(App):
         self.started_at = time.time()  # wall clock: mitigations in the audit log count from here (runbook)
         self.backfill_s: float | None = None  # sources with history (Prometheus) pre-draw this much
         self.bell_on = self.config.bell
+        self.flash: Flash | None = None  # the latest message, on every screen's flash line
         self.pressure = PressureAlerts()  # entries into kv-pressure (tui/alerts.py)
         self.alerts = self.pressure.alerts  # (ts, replicas entering kv-pressure)
         self.notices = list(notices) + [str(p) for p in self.config.problems]
@@ -132,6 +133,27 @@ class KvwatchApp(App):
 
     def watch_theme(self, _theme: str) -> None:
         self._palette = None
+
+    # -- messages: the flash line (widgets/flash.py) ------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every message kvwatch (or Textual) gives goes to the flash line on the bottom row;
+        Textual still records it (its toasts are hidden)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        flash = Flash.of(message, title, severity, self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
+                         markup)
+        self.call_later(self._show_flash, flash)  # notify may come from a thread; widgets may not
+
+    def _show_flash(self, flash: Flash) -> None:
+        self.flash = flash
+        if not self.screen_stack:
+            return
+        if not self.screen.query(FlashBar):  # screens that do not compose one get one now
+            self.screen.mount(FlashBar())
+        for screen in self.screen_stack:
+            for bar in screen.query(FlashBar):
+                bar.ascii = self.ascii
+                bar.show(flash)
 
     # -- keys typed ahead of a prompt (tui/keyhold.py) -----------------------------------------
     async def on_event(self, event: events.Event) -> None:

@@ -14,6 +14,7 @@ from tui.actions import bindings
 from tui.core.model import SEVERITY, FleetState, ReplicaView
 from tui.core.textsafe import clean
 from tui.keyhold import PromptInput
+from widgets.flash import FlashBar
 from widgets.fleet_table import FleetTable
 from widgets.format import asciify
 from widgets.header import FleetHeader, PressureBanner
@@ -75,6 +76,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         yield SelectedStrip("waiting for the first refresh...", id="strip")
         yield PromptInput(placeholder="filter: regex over name/verdict/group, ! inverts, esc clears", id="filter")
         yield Footer()
+        yield FlashBar()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False

@@ -21,14 +21,19 @@ def _toasts(app) -> list:
     return [t for t in app.screen.query("Toast") if t.display and t.region.area]
 
 
+async def _flashed(pilot, message: str, timeout: float) -> FlashBar:
+    await prime(pilot, 1)
+    pilot.app.notify(message, timeout=timeout)
+    await pilot.pause()
+    bar = pilot.app.screen.query_one(FlashBar)
+    assert message in str(bar.render())
+    return bar
+
+
 async def test_a_message_shows_in_the_flash_bar_not_a_toast():
     app = make_app()
     async with app.run_test(size=(160, 45)) as pilot:
-        await prime(pilot, 2)
-        app.notify("saved /tmp/x.svg", timeout=5)
-        await pilot.pause()
-        bar = app.screen.query_one(FlashBar)
-        assert "saved /tmp/x.svg" in str(bar.render())
+        bar = await _flashed(pilot, "saved /tmp/x.svg", 5)
         assert bar.region.y == 44 and bar.region.height == 1  # the bottom row
         assert _toasts(app) == []
 
@@ -36,11 +41,7 @@ async def test_a_message_shows_in_the_flash_bar_not_a_toast():
 async def test_the_flash_clears_after_its_timeout():
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
-        await prime(pilot, 1)
-        app.notify("theme kvwatch-light", timeout=0.3)
-        await pilot.pause()
-        bar = app.screen.query_one(FlashBar)
-        assert "theme" in str(bar.render())
+        bar = await _flashed(pilot, "theme kvwatch-light", 0.3)
         await pilot.pause(0.6)
         assert str(bar.render()).strip() == ""
 

@@ -4,6 +4,7 @@ second press reverses, a visible mode line for faults-only (ctrl+z) and group-by
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from tests.ui.conftest import PROFILES, prime
@@ -27,8 +28,13 @@ class PodSource(ScriptedSource):
         return out
 
 
-def _app() -> KvwatchApp:
-    return KvwatchApp(Monitor(PodSource(dict(PROFILES))), 1.0, autostart=False)
+@asynccontextmanager
+async def _fleet():
+    """(app, pilot, table) of the pod fleet at 160x40 after two refreshes."""
+    app = KvwatchApp(Monitor(PodSource(dict(PROFILES))), 1.0, autostart=False)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await prime(pilot, 2)
+        yield app, pilot, app.screen.query_one(FleetTable)
 
 
 def _titles(table: FleetTable) -> list[str]:
@@ -41,10 +47,7 @@ def _cells(table: FleetTable, col: str) -> dict[str, str]:
 
 
 async def test_node_and_age_columns():
-    app = _app()
-    async with app.run_test(size=(160, 40)) as pilot:
-        await prime(pilot, 2)
-        table = app.screen.query_one(FleetTable)
+    async with _fleet() as (app, pilot, table):
         titles = _titles(table)
         assert any(t.startswith("NODE") for t in titles) and any(t.startswith("AGE") for t in titles), titles
         nodes = _cells(table, "node")
@@ -54,10 +57,7 @@ async def test_node_and_age_columns():
 
 
 async def test_sort_indicator_and_reverse_sort():
-    app = _app()
-    async with app.run_test(size=(160, 40)) as pilot:
-        await prime(pilot, 2)
-        table = app.screen.query_one(FleetTable)
+    async with _fleet() as (app, pilot, table):
         assert "VERDICT ↓" in _titles(table)  # the default: most severe first
         await pilot.press("N")
         await pilot.pause()
@@ -71,9 +71,7 @@ async def test_sort_indicator_and_reverse_sort():
 
 
 async def test_mode_line_for_faults_only_and_group_by_owner():
-    app = _app()
-    async with app.run_test(size=(160, 40)) as pilot:
-        await prime(pilot, 2)
+    async with _fleet() as (app, pilot, table):
         line = app.screen.query_one("#view-modes")
         assert not line.display  # nothing out of the ordinary
         await pilot.press("ctrl+z")
@@ -89,10 +87,7 @@ async def test_mode_line_for_faults_only_and_group_by_owner():
 
 
 async def test_bad_regex_says_so_and_an_empty_table_keeps_its_columns():
-    app = _app()
-    async with app.run_test(size=(160, 40)) as pilot:
-        await prime(pilot, 2)
-        table = app.screen.query_one(FleetTable)
+    async with _fleet() as (app, pilot, table):
         before = _titles(table)
         await pilot.press("slash", *"[ab")
         await pilot.pause()

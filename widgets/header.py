@@ -82,7 +82,8 @@ class FleetHeader(Vertical):
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("kvwatch", style="bold")
         bar = " | " if self.ascii else " │ "
-        # Mode, badges and clock first: at 80 columns the end of this line is cut.
+        # Mode, badges, clock and the fleet totals first, the source last: at 80 columns the end
+        # of this line is cut, and a long source name must not push the totals off.
         t.append(bar)
         t.append((MODES_ASCII if self.ascii else MODES).get(self.mode, self.mode), style="bold")
         if self.status:
@@ -99,15 +100,15 @@ class FleetHeader(Vertical):
         sim = "sim " if self.sim_speed else ""
         t.append(bar + sim + time.strftime(clock, time.localtime(state.ts)))
         t.append((f" {self.sim_speed:g}x" if self.sim_speed else "") + bar)
-        t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
-        t.append(bar + "run ")
+        t.append("run ")
         t.append(num(_sum(state, "running")))
         t.append(" wait ")
         t.append(num(_sum(state, "waiting")))
         t.append(bar + "gen ")
         t.append(num(_sum(state, "gen_tokens_per_s")) + " tok/s")
         t.append(bar + "preempt ")
-        t.append(rate(_sum(state, "preemptions_per_s")) + "/s")
+        t.append(rate(_sum(state, "preemptions_per_s")) + "/s" + bar)
+        t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
         t.append("\n")
         counts = state.counts()
         t.append(f"{len(state.replicas)} replicas:", style="bold")
@@ -144,9 +145,10 @@ class PressureBanner(Static):
                  style=f"{pal.get('banner-text-style', 'bold')} {pal.get('banner-fg', 'white')} "
                        f"on {pal.get('banner-bg', 'red')}")
         kv = BY_NAME[KV_PRESSURE]
-        t.append(f"{kv.ascii_symbol if self.ascii else kv.symbol} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}: ")
+        # the hint before the names: at 80 columns the names are cut, not the way to the evidence
+        t.append(f"{kv.ascii_symbol if self.ascii else kv.symbol} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}"
+                 " · enter: evidence · ")
         t.append(names)
-        t.append("  · enter: evidence")
         if self.ascii:
             t = asciify(t)
         self.styles.background = pal.get("banner-bg", "red")

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from tui.actions import bindings
 from tui.core.model import SEVERITY, FleetState, ReplicaView
@@ -16,6 +16,7 @@ from tui.core.textsafe import clean
 from tui.keyhold import PromptInput
 from widgets.flash import FlashBar
 from widgets.fleet_table import FleetTable
+from widgets.footer import KvFooter
 from widgets.format import asciify
 from widgets.header import FleetHeader, PressureBanner
 from widgets.verdict import colour_var, label
@@ -95,7 +96,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         yield table
         yield SelectedStrip("waiting for the first refresh...", id="strip")
         yield PromptInput(placeholder="filter: regex over name/verdict/group, ! inverts, esc clears", id="filter")
-        yield Footer()
+        yield KvFooter()
         yield FlashBar()
 
     def on_mount(self) -> None:

@@ -26,10 +26,10 @@ from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
 
-from .actions import APP, bindings, remap_problems
+from .actions import APP, bindings
 from .alerts import PressureAlerts
 from .cli_conventions import default_screenshot_dir
-from .bindings import binding_ids
+from .bindings import binding_ids, remap_config_problems
 from .gate import Gate
 from .keyhold import KeyHold, KeysReady
 from widgets.flash import Flash, FlashBar
@@ -199,9 +199,8 @@ class KvwatchApp(App):
             self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid}: no such binding id "
                                                         "(see `kvwatch config show`)")))
             del keys[bid]
-        for bid, why in remap_problems(keys):
-            self.notices.append(str(self.config.problem(("keys", bid), f"keys.{bid} = {keys[bid]!r}: {why}; "
-                                                        "kept the default key")))
+        for bid, problem in remap_config_problems(self.config):
+            self.notices.append(str(problem))
             del keys[bid]
         self.set_keymap(keys)
 

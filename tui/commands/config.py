@@ -28,13 +28,17 @@ def run_path(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from tui.bindings import binding_ids
+    from tui.bindings import binding_ids, remap_config_problems
     from tui.core.config import config_path, dump_config, load_config
 
     cfg = load_config()
     where = cfg.path or config_path()
     print(f"# {where}" + ("" if cfg.path else " (not found: defaults)"))
     for p in cfg.problems:
+        print(f"# problem: {p}")
+        print(f"kvwatch: config: {p}", file=sys.stderr)
+    # a remap onto a key in use: reported, but the file still works (the default key is kept)
+    for _bid, p in remap_config_problems(cfg):
         print(f"# problem: {p}")
         print(f"kvwatch: config: {p}", file=sys.stderr)
     print(dump_config(cfg, binding_ids()), end="")

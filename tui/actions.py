@@ -29,6 +29,9 @@ class Action:
     show: bool = True  # in the footer
     mutates: bool = False  # changes the cluster (hidden when read-only)
     palette: bool = True  # offered in the command palette (not modal-only keys like esc)
+    # app action ids whose key this screen binding may take: the same intent for this screen
+    # (ctrl+r reloads what the screen shows). Any other app key keeps one meaning everywhere.
+    refines: tuple[str, ...] = ()
 
     def binding(self) -> Binding:
         return Binding(self.key, self.action, self.description, show=self.show, id=self.id)
@@ -51,7 +54,6 @@ def _a(id: str, key: str, action: str, description: str, *scopes: str, **kw) -> 
 FLEET, TRIAGE, DETAIL = "fleet", "triage", "detail"
 _MIT = (FLEET, TRIAGE)  # mitigation keys: the fleet screen and one replica's diagnosis
 _OPEN = (FLEET, DETAIL)  # t / g / c open a replica's diagnosis from the fleet and detail screens
-_MAIN = {FLEET, TRIAGE, DETAIL}  # where an app key and a screen key must not meet (key_conflicts)
 
 ACTIONS: tuple[Action, ...] = (
     # -- app: every screen ------------------------------------------------------------------
@@ -104,24 +106,24 @@ ACTIONS: tuple[Action, ...] = (
     _a("runbook", "g", "diagnosis('runbook')", "Runbook", *_OPEN, show=False),
     _a("capacity", "c", "diagnosis('capacity')", "Capacity", *_OPEN, show=False),
     # -- modal and sub-screens ---------------------------------------------------------------
-    _a("close", "escape,q,question_mark", "dismiss", "Close", "help", palette=False),
+    _a("close", "escape,q,question_mark", "dismiss", "Close", "help", palette=False, refines=("quit", "help")),
     _a("seek_cancel", "escape", "cancel", "Cancel", "seek", palette=False),
     _a("prompt_cancel", "escape", "cancel", "Cancel", "prompt", palette=False),
     _a("confirm_cancel", "escape", "cancel", "Cancel", "confirm", palette=False),
     _a("rollout_back", "escape", "app.pop_screen", "Back", "rollout", palette=False),
-    _a("rollout_refresh", "ctrl+r", "refresh_rollout", "Refresh", "rollout"),
+    _a("rollout_refresh", "ctrl+r", "refresh_rollout", "Refresh", "rollout", refines=("refresh",)),
     _a("events_back", "escape", "app.pop_screen", "Back", "events", palette=False),
-    _a("events_reload", "ctrl+r", "reload", "Reload", "events"),
+    _a("events_reload", "ctrl+r", "reload", "Reload", "events", refines=("refresh",)),
     _a("events_warnings", "w", "toggle_warnings", "Warnings only", "events"),
     _a("logs_back", "escape", "app.pop_screen", "Back", "logs", palette=False),
-    _a("logs_previous", "p", "toggle_previous", "Previous", "logs"),
+    _a("logs_previous", "P", "toggle_previous", "Previous container", "logs"),  # p: pause
     _a("logs_filter", "f", "toggle_filter", "Filter", "logs"),
-    _a("logs_reload", "ctrl+r", "reload", "Reload", "logs"),
+    _a("logs_reload", "ctrl+r", "reload", "Reload", "logs", refines=("refresh",)),
     _a("drain_cancel", "c", "cancel_drain", "Cancel drain", "drain", mutates=True),
     _a("drain_restore", "u", "restore", "Restore replicas", "drain", mutates=True),
     _a("drain_back", "escape", "back", "Back", "drain", palette=False),
     _a("edit_cancel", "escape", "cancel", "Cancel", "editargs", palette=False),
-    _a("edit_review", "ctrl+s", "review", "Review & apply", "editargs", mutates=True),
+    _a("edit_review", "f8", "review", "Review & apply", "editargs", mutates=True),  # ctrl+s: screenshot
     _a("edit_reset", "f7", "reset", "Reset", "editargs"),  # ctrl+u belongs to Input
     *(_a(f"edit_preset_{p.replace('-', '_').replace('.', '')}", key, f"preset('{p}')", PRESETS[p], "editargs",
          show=False) for p, key, _ in PRESET_KEYS),
@@ -144,31 +146,6 @@ def default_keys() -> dict[str, str]:
     out: dict[str, str] = {}
     for a in ACTIONS:
         out.setdefault(a.id, a.key)
-    return out
-
-
-def key_conflicts(remap: Mapping[str, str]) -> dict[str, str]:
-    """Remapped ids whose new key another action already has where both are bound (the same
-    screen, or an app key beside a main screen's; sub-screens such as logs reuse app keys on
-    purpose): {binding id: why}. The user's remap of the other one counts: a swap is fine."""
-    def keys(a: Action) -> set[str]:
-        return {k.strip() for k in remap.get(a.id, a.key).split(",")}
-
-    def meet(a: Action, b: Action) -> bool:
-        if set(a.scopes) & set(b.scopes):
-            return True
-        return (APP in a.scopes and bool(_MAIN & set(b.scopes))) or (APP in b.scopes and bool(_MAIN & set(a.scopes)))
-
-    out: dict[str, str] = {}
-    for a in ACTIONS:
-        if a.id not in remap or a.id in out:
-            continue
-        for b in ACTIONS:
-            shared = keys(a) & keys(b)
-            if b.id != a.id and shared and meet(a, b):
-                out[a.id] = (f"{key_name(min(shared))} is already the key of {b.id} ({b.description}); "
-                             "remap that one too, or pick another key")
-                break
     return out
 
 
@@ -195,3 +172,37 @@ def key_name(key: str) -> str:
 def keys_text(keys: str) -> str:
     """"escape,q" -> "esc, q"."""
     return ", ".join(key_name(k.strip()) for k in keys.split(","))
+
+
+# keys Textual keeps for itself on every screen: quit, copy, command palette, focus moves
+RESERVED = {"ctrl+q": "quit", "ctrl+c": "copy", "ctrl+p": "command palette", "tab": "next field",
+            "shift+tab": "previous field"}
+
+
+def _split(keys: str) -> set[str]:
+    return {k.strip() for k in keys.split(",") if k.strip()}
+
+
+def remap_problems(keys: dict[str, str]) -> list[tuple[str, str]]:
+    """[(binding id, why)] for each `[keys]` remap that lands on a key another action uses where
+    both apply (the same screen, or an app key and any screen), or on a key Textual reserves.
+    Ids no action has are left to the caller (reported separately)."""
+    effective = {a: _split(keys.get(a.id, a.key)) for a in ACTIONS}
+    problems: dict[str, str] = {}
+    for a in ACTIONS:
+        if a.id not in keys:
+            continue
+        mine = effective[a]
+        for k in sorted(mine & set(RESERVED)):
+            problems.setdefault(a.id, f"{k} is Textual's {RESERVED[k]} key")
+        for other in ACTIONS:
+            if other.id == a.id or not (mine & effective[other]):
+                continue
+            shared = set(a.scopes) & set(other.scopes)
+            where = sorted(shared) or (sorted(other.scopes) if APP in a.scopes else
+                                       sorted(a.scopes) if APP in other.scopes else [])
+            if where:
+                key = sorted(mine & effective[other])[0]
+                problems.setdefault(a.id, f"{key} is already {other.description!r} ({other.id}) "
+                                          f"on {', '.join(where)}")
+    return [(bid, problems[bid]) for bid in sorted(problems)]

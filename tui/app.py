@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.message import Message
 
@@ -29,8 +29,11 @@ from tui.core.textsafe import redact
 
 from .actions import APP, bindings
 from .alerts import PressureAlerts
+from .cli_conventions import default_screenshot_dir
 from .bindings import checked_keymap
 from .gate import Gate
+from .keyhold import KeyHold, KeysReady
+from widgets.flash import Flash, FlashBar
 from .palette import KvwatchCommands
 from .replay_controls import ReplayControls
 from .terminal import StripColor, detect
@@ -52,8 +55,7 @@ class KvwatchApp(App):
     # ASCII mode (TERM=linux consoles): Textual's own edge glyphs in characters those fonts have.
     CSS = """
     App.-ascii FooterKey.-command-palette { border-left: none; }
-    App.-ascii Toast, App.-ascii Toast.-information, App.-ascii Toast.-warning,
-    App.-ascii Toast.-error { border-left: ascii $primary; }
+    Toast { display: none; }  /* messages go to the flash line (widgets/flash.py), never over content */
     App.-ascii HeaderLine, App.-ascii PressureBanner, App.-ascii SelectedStrip { text-overflow: clip; }
     """
     TITLE = "kvwatch"
@@ -70,7 +72,7 @@ class KvwatchApp(App):
         readonly: bool = False,
         theme: str | None = None,
         ascii: bool = False,
-        screenshot_dir: str | Path = ".",
+        screenshot_dir: str | Path | None = None,
         on_shutdown: Callable[[], None] | None = None,
         autostart: bool = True,
         mode: str = "live",
@@ -92,7 +94,8 @@ class KvwatchApp(App):
         self.context: str | None = None
         self.ascii = ascii
         self.paused = False
-        self.screenshot_dir = Path(screenshot_dir)
+        # a stated folder, never silently the working directory (tui/cli_conventions.py)
+        self.screenshot_dir = Path(screenshot_dir).expanduser() if screenshot_dir else default_screenshot_dir()
         self._on_shutdown = on_shutdown
         self._autostart = autostart
         self._palette: dict[str, str] | None = None
@@ -103,6 +106,7 @@ class KvwatchApp(App):
         self.started_at = time.time()  # wall clock: mitigations in the audit log count from here (runbook)
         self.backfill_s: float | None = None  # sources with history (Prometheus) pre-draw this much
         self.bell_on = self.config.bell
+        self.flash: Flash | None = None  # the latest message, on every screen's flash line
         self.pressure = PressureAlerts()  # entries into kv-pressure (tui/alerts.py)
         self.alerts = self.pressure.alerts  # (ts, replicas entering kv-pressure)
         self.notices = list(notices) + [str(p) for p in self.config.problems]
@@ -114,6 +118,9 @@ class KvwatchApp(App):
             self._theme_name = MONO_THEME
         self.cluster: Cluster | None = None  # set when the cluster is not the source's (tests, tools)
         self.mitigation_gate = Gate(self)  # which mitigation keys may be used now (tui/gate.py)
+        # keys typed after `/` or `:` wait for the prompt (tui/keyhold.py)
+        self.keyhold = KeyHold(self.set_timer, lambda n: self.notify(
+            f"{n} key(s) typed for a prompt that did not open were dropped", severity="warning", timeout=4))
         self.apply_context(context, startup=True)
 
     # -- theme ------------------------------------------------------------------
@@ -127,6 +134,37 @@ class KvwatchApp(App):
 
     def watch_theme(self, _theme: str) -> None:
         self._palette = None
+
+    # -- messages: the flash line (widgets/flash.py) ------------------------------------------
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None, markup: bool = True) -> None:
+        """Every message kvwatch (or Textual) gives goes to the flash line on the bottom row;
+        Textual still records it (its toasts are hidden)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        flash = Flash.of(message, title, severity, self.NOTIFICATION_TIMEOUT if timeout is None else timeout,
+                         markup)
+        self.call_later(self._show_flash, flash)  # notify may come from a thread; widgets may not
+
+    def _show_flash(self, flash: Flash) -> None:
+        self.flash = flash
+        if not self.screen_stack:
+            return
+        if not self.screen.query(FlashBar):  # screens that do not compose one get one now
+            self.screen.mount(FlashBar())
+        for screen in self.screen_stack:
+            for bar in screen.query(FlashBar):
+                bar.ascii = self.ascii
+                bar.show(flash)
+
+    # -- keys typed ahead of a prompt (tui/keyhold.py) -----------------------------------------
+    async def on_event(self, event: events.Event) -> None:
+        # new keys, and keys bubbling back up to have their binding run, alike
+        if isinstance(event, (events.Key, events.Paste)) and self.keyhold.take(event):
+            return
+        await super().on_event(event)
+
+    async def on_keys_ready(self, _msg: KeysReady) -> None:
+        await self.keyhold.release(super().on_event)
 
     # -- lifecycle --------------------------------------------------------------
     def on_mount(self) -> None:

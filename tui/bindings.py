@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .actions import default_keys, key_conflicts
+from .actions import default_keys, remap_problems
 
 if TYPE_CHECKING:
     from .core.config import Config, ConfigProblem
@@ -18,14 +18,16 @@ def binding_ids() -> dict[str, str]:
 
 def checked_keymap(cfg: "Config") -> tuple[dict[str, str], list["ConfigProblem"]]:
     """The config's [keys] remap without what cannot apply: ids no screen knows, and keys another
-    action already uses there; each refused entry is a problem located in the file."""
+    action already uses where both apply (`actions.remap_problems`); each refused entry is a
+    problem located in the file, and that action keeps its default key."""
     keys = dict(cfg.keys)
     known = binding_ids()
     problems = []
     for bid in sorted(set(keys) - set(known)):
         problems.append(cfg.problem(("keys", bid), f"keys.{bid}: no such binding id (see `kvwatch config show`)"))
         del keys[bid]
-    for bid, why in sorted(key_conflicts(keys).items()):
-        problems.append(cfg.problem(("keys", bid), f"keys.{bid}: {why}; not used"))
-        del keys[bid]
+    for bid, why in remap_problems(keys):
+        problems.append(cfg.problem(("keys", bid), f"keys.{bid} = {keys[bid]!r}: {why}; kept the default key"))
+    for bid, _why in remap_problems(keys):
+        keys.pop(bid, None)
     return keys, problems

@@ -11,6 +11,7 @@ import importlib
 import os
 import sys
 
+from .cli_conventions import closed_pipe, url_arg, version
 from .core.config import DefaultFloat, DefaultStr
 
 THEME_NAMES = ("kvwatch-dark", "kvwatch-light", "kvwatch-high-contrast", "kvwatch-colorblind", "kvwatch-mono")
@@ -32,7 +33,10 @@ examples:
   kvwatch --url http://10.0.0.5:8000               watch vLLM servers given directly
   kvwatch -n inference -l app=vllm                 the vLLM pods of a namespace (kubeconfig)
   kvwatch demo --json --duration 30                headless: one JSON object per refresh
-  kvwatch diagnose --input incident.jsonl.gz       verdict timeline of a recorded incident
+  kvwatch diagnose incident.jsonl.gz               verdict timeline of a recorded incident
+
+exit status: 0 ok, 1 a check failed (audit), 2 usage or unreadable input, 3 --json read no
+endpoint during the whole run, 130 interrupted, 141 stdout closed early (e.g. piped into head)
 """
 
 
@@ -45,7 +49,8 @@ def live_options() -> argparse.ArgumentParser:
     g = p.add_argument_group("live view")
     g.add_argument("--interval", type=float, default=DefaultFloat(1.0),
                    help="seconds between refreshes (default 1, or refresh_interval in the config)")
-    g.add_argument("--json", action="store_true", help="headless: print one JSON object per refresh")
+    g.add_argument("--json", action="store_true", help="headless: print one JSON object per refresh; exit "
+                   "status 3 when no endpoint could be read during the whole run")
     g.add_argument("--duration", type=float, default=None, help="with --json: stop after this many seconds")
     g.add_argument("--readonly", action="store_true", help="never send a mutating request; hide mitigation keys")
     g.add_argument("--readwrite", action="store_true",
@@ -58,8 +63,9 @@ def live_options() -> argparse.ArgumentParser:
                         f"replay` and `kvwatch diagnose`; size is bounded: at {cap} MiB FILE rotates to "
                         f"FILE.1 and at most {DEFAULT_ROTATE} old files are kept ({cap * (DEFAULT_ROTATE + 1)} "
                         "MiB in all)")
-    g.add_argument("--screenshot-dir", default=DefaultStr("."),
-                   help="where ctrl+s writes SVG screenshots (default: screenshot_dir in the config, else .)")
+    g.add_argument("--screenshot-dir", default=DefaultStr(""),
+                   help="where ctrl+s writes SVG screenshots (default: screenshot_dir in the config, else "
+                        "$XDG_DATA_HOME/kvwatch/screenshots)")
     return p
 
 
@@ -72,10 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[live],
     )
+    parser.add_argument("--version", action="version", version=f"kvwatch {version()}")
     src = parser.add_argument_group("sources")
-    src.add_argument("--url", action="append", default=[], metavar="URL",
+    src.add_argument("--url", action="append", default=[], metavar="URL", type=url_arg,
                      help="a vLLM server (http://HOST:PORT, /metrics implied); repeat for several")
-    src.add_argument("--gpu-url", action="append", default=[], metavar="URL",
+    src.add_argument("--gpu-url", action="append", default=[], metavar="URL", type=url_arg,
                      help="a DCGM exporter page for the --url of the same position (optional)")
     src.add_argument("--gpu", choices=("auto", "local", "exporter", "none"), default="auto",
                      help="GPU signals for --url servers: local (this node's driver, NVML/amdsmi), exporter "
@@ -150,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args) or 0
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `kvwatch demo --json | head`: the reader has all it wanted
+        return closed_pipe()
 
 
 if __name__ == "__main__":

@@ -36,6 +36,39 @@ class Column:
     priority: int  # 0 = never dropped; larger = dropped first when narrow
 
 
+# Columns about the pod behind a replica (k9s habits); shown only where pods exist, like RESTART.
+POD_COLUMNS: tuple[Column, ...] = (
+    Column("age", "AGE", 7, 1),
+    Column("node", "NODE", 16, 2),
+)
+POD_KEYS = frozenset({"restarts"} | {c.key for c in POD_COLUMNS})
+
+# sort name -> (column key, the natural direction's arrow); a second press reverses it
+SORT_COLUMNS = {"severity": "verdict", "kv": "kv", "queue": "waiting", "name": "name", "group": "group"}
+_ARROWS = {"severity": "↓", "kv": "↓", "queue": "↓", "name": "↑", "group": "↑"}
+
+
+def sort_arrow(sort: str, reverse: bool, ascii: bool = False) -> str:
+    arrow = _ARROWS.get(sort, "↓")
+    if reverse:
+        arrow = "↑" if arrow == "↓" else "↓"
+    return {"↑": "^", "↓": "v"}[arrow] if ascii else arrow
+
+
+def age_text(seconds: float | None) -> str:
+    """k9s-style age: 45s, 1m40s, 3h0m, 2d4h."""
+    if seconds is None or seconds < 0:
+        return "–"
+    s = int(seconds)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60}s"
+    if s < 86400:
+        return f"{s // 3600}h{s % 3600 // 60}m"
+    return f"{s // 86400}d{s % 86400 // 3600}h"
+
+
 COLUMNS: tuple[Column, ...] = (
     Column("name", "REPLICA", 22, 0),
     Column("verdict", "VERDICT", 14, 0),
@@ -47,6 +80,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("util", "GPU%", 5, 0),
     Column("ttft", "TTFT95", 7, 0),
     Column("restarts", "RESTART", 9, 1),
+    *POD_COLUMNS,
     Column("s_kv", "KV usage", SPARK_W, 1),
     Column("s_queue", "queue", SPARK_W, 2),
     Column("s_preempt", "preempt/s", SPARK_W, 2),
@@ -110,26 +144,33 @@ class FleetTable(DataTable):
         self._palette = palette
         self._thresholds = thresholds
         self._cols: list[Column] = []
+        self._drawn_sort: tuple[str, bool] | None = None
         self._order: list[str] = []
         self._cells: dict[str, tuple[Text, ...]] = {}
         self.views: dict[str, ReplicaView] = {}
         self.ascii = False
         self._row_styles: dict[Style, Style] = {}
+        self.now: float | None = None  # the state's clock (simulated in the demo): AGE counts to it
+        self.has_pods = False  # pod columns stay while a filter hides every row
+        self.sort: tuple[str, bool] = ("severity", False)  # (sort, reversed): the header's arrow
 
     # -- layout -----------------------------------------------------------------
     def _ensure_columns(self, views: list[ReplicaView] | None = None) -> bool:
         views = list(self.views.values()) if views is None else views
-        # Restarts only mean something where pods exist (Kubernetes, the demo's cluster).
-        skip = frozenset() if any(v.pod is not None for v in views) else frozenset({"restarts"})
+        # Restarts, age, node only mean something where pods exist (Kubernetes, the demo's cluster).
+        self.has_pods = self.has_pods or any(v.pod is not None for v in views)
+        skip = frozenset() if self.has_pods else POD_KEYS
         cols = fit_columns(max(40, self.size.width or 120), skip)
         if [c.key for c in cols] == [c.key for c in self._cols] and cols[0].width == (
             self._cols[0].width if self._cols else -1
-        ):
+        ) and self.sort == self._drawn_sort:
             return False
-        self._cols = cols
+        self._cols, self._drawn_sort = cols, self.sort
         self.clear(columns=True)
+        sorted_key = SORT_COLUMNS.get(self.sort[0])
         for c in cols:
-            self.add_column(Text(c.title, style="bold"), width=c.width, key=c.key)
+            title = c.title + (" " + sort_arrow(*self.sort, ascii=self.ascii) if c.key == sorted_key else "")
+            self.add_column(Text(title, style="bold"), width=c.width, key=c.key)
         self._order, self._cells = [], {}
         return True
 
@@ -270,6 +311,11 @@ class FleetTable(DataTable):
                 out.append(cell(engines.display(v.engine, v.generation), right=False))
             elif k == "group":
                 out.append(cell(clean(v.group or ""), right=False))
+            elif k == "node":
+                out.append(cell(clean(v.pod.node or "–") if v.pod else "–", right=False))
+            elif k == "age":
+                start = v.pod.started_at if v.pod else None
+                out.append(cell(age_text(self.now - start if start is not None and self.now else None)))
             else:
                 out.append(cell(""))
         return tuple(out)

@@ -59,6 +59,7 @@ class FleetHeader(Vertical):
         self.mode = "live"  # "live", "paused", "replay", "replay-paused"
         self.status = ""  # shown after the mode, e.g. replay speed and position
         self.flags: list[str] = []  # e.g. READONLY, PRODUCTION
+        self.sim_speed: float | None = None  # a simulated clock (the demo): labelled, with its speed
         self.ascii = False
 
     def compose(self) -> ComposeResult:
@@ -81,7 +82,8 @@ class FleetHeader(Vertical):
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("kvwatch", style="bold")
         bar = " | " if self.ascii else " │ "
-        # Mode, badges and clock first: at 80 columns the end of this line is cut.
+        # Mode, badges, clock and the fleet totals first, the source last: at 80 columns the end
+        # of this line is cut, and a long source name must not push the totals off.
         t.append(bar)
         t.append((MODES_ASCII if self.ascii else MODES).get(self.mode, self.mode), style="bold")
         if self.status:
@@ -95,16 +97,18 @@ class FleetHeader(Vertical):
             t.append(f" {f} ", style=style)
         # A recording may be days old: replay shows the date too.
         clock = "%Y-%m-%d %H:%M:%S" if self.mode.startswith("replay") else "%H:%M:%S"
-        t.append(bar + time.strftime(clock, time.localtime(state.ts)) + bar)
-        t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
-        t.append(bar + "run ")
+        sim = "sim " if self.sim_speed else ""
+        t.append(bar + sim + time.strftime(clock, time.localtime(state.ts)))
+        t.append((f" {self.sim_speed:g}x" if self.sim_speed else "") + bar)
+        t.append("run ")
         t.append(num(_sum(state, "running")))
         t.append(" wait ")
         t.append(num(_sum(state, "waiting")))
         t.append(bar + "gen ")
         t.append(num(_sum(state, "gen_tokens_per_s")) + " tok/s")
         t.append(bar + "preempt ")
-        t.append(rate(_sum(state, "preemptions_per_s")) + "/s")
+        t.append(rate(_sum(state, "preemptions_per_s")) + "/s" + bar)
+        t.append(clean(state.source))  # Text.append is literal; clean() strips control characters
         t.append("\n")
         counts = state.counts()
         t.append(f"{len(state.replicas)} replicas:", style="bold")
@@ -141,9 +145,10 @@ class PressureBanner(Static):
                  style=f"{pal.get('banner-text-style', 'bold')} {pal.get('banner-fg', 'white')} "
                        f"on {pal.get('banner-bg', 'red')}")
         kv = BY_NAME[KV_PRESSURE]
-        t.append(f"{kv.ascii_symbol if self.ascii else kv.symbol} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}: ")
+        # the hint before the names: at 80 columns the names are cut, not the way to the evidence
+        t.append(f"{kv.ascii_symbol if self.ascii else kv.symbol} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}"
+                 " · enter: evidence · ")
         t.append(names)
-        t.append("  · enter: evidence")
         if self.ascii:
             t = asciify(t)
         self.styles.background = pal.get("banner-bg", "red")

@@ -62,7 +62,7 @@ async def test_edit_form_validates_applies_presets_and_sends_the_exact_patch(env
         await set_field(pilot, form, "block-size", "sixteen")
         assert "not a whole number" in error_of(form, "block-size")
         assert form.query_one("#edit-apply", Button).disabled
-        await pilot.press("ctrl+s")
+        await pilot.press("f8")
         await pilot.pause()
         assert isinstance(app.screen, EditArgsScreen) and "fix the fields marked in red first" in notes(app)
         # reset, then the runbook preset: cut max-num-seqs by 50%
@@ -79,7 +79,7 @@ async def test_edit_form_validates_applies_presets_and_sends_the_exact_patch(env
         assert not form.query_one("#edit-apply", Button).disabled
         assert env.writes() == []  # typing and the live diff send nothing
         # review: the dialog shows the diff and the patch; Cancel is focused; cancel sends nothing
-        await pilot.press("ctrl+s")
+        await pilot.press("f8")
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert app.focused is dialog.query_one("#cancel", Button)
         assert changed_lines(dialog.plan.diff) == ["-- 256", "+- 128", "-- 0.9", "+- 0.7"]
@@ -88,7 +88,7 @@ async def test_edit_form_validates_applies_presets_and_sends_the_exact_patch(env
         await until(pilot, lambda: isinstance(app.screen, EditArgsScreen))
         assert env.writes() == [] and "edit args: cancelled, nothing was sent" in notes(app)
         # confirm: dry run, then the patch, then straight into the rollout view
-        await pilot.press("ctrl+s")
+        await pilot.press("f8")
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         plan = dialog.plan
         await pilot.press("tab", "enter")
@@ -113,7 +113,7 @@ async def test_a_concurrent_change_is_refused_and_the_form_shows_the_new_state(e
         form = await open_form(pilot, env, src)
         await pilot.press("f3")
         await pilot.pause()
-        await pilot.press("ctrl+s")
+        await pilot.press("f8")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         # another client edits the Deployment while the dialog is open
         old = env.deployment()

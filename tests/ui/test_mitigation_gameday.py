@@ -70,7 +70,7 @@ async def test_game_day_long_prompts_edit_rollout_recovery(fleet, tmp_path) -> N
         await pilot.press("f3")
         await pilot.pause()
         assert form.query_one("#f-max-num-seqs", Input).value == "32"
-        await pilot.press("ctrl+s")
+        await pilot.press("f8")
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert dialog.plan.preflight.status == "ok"
         await pilot.press("tab", "enter")

@@ -105,7 +105,7 @@ async def test_logs_and_events(env: Env) -> None:
         await pilot.press("f")
         await until(pilot, lambda: logs.logs is not None and not logs.logs.filtered)
         assert len(logs.logs.lines) == 3
-        await pilot.press("p")  # previous container: none here, said plainly
+        await pilot.press("P")  # previous container: none here, said plainly
         await until(pilot, lambda: logs.error is not None)
         assert "no previous (restarted) container" in logs.error
         await back_to_fleet(pilot)

@@ -36,17 +36,23 @@ async def wait(pilot, cond, turns: int = 400) -> None:
     raise AssertionError("not ready")
 
 
+async def edit_form_after_preset(pilot, fleet: SimFleet, cluster: SimCluster) -> EditArgsScreen:
+    """The edit form for DEP, loaded, after the 50% preset (f3)."""
+    await prime(pilot, 2)
+    form = EditArgsScreen(cluster, fleet.namespace, DEP)
+    await pilot.app.push_screen(form)
+    await wait(pilot, lambda: form.cmd is not None)
+    await pilot.press("f3")
+    await pilot.pause()
+    assert form.changes == {"max-num-seqs": 32}
+    return form
+
+
 def test_edit_form_snapshot(snap_compare, tmp_path):
     fleet, cluster = sim(tmp_path)
 
     async def run_before(pilot):
-        await prime(pilot, 2)
-        form = EditArgsScreen(cluster, fleet.namespace, DEP)
-        await pilot.app.push_screen(form)
-        await wait(pilot, lambda: form.cmd is not None)
-        await pilot.press("f3")
-        await pilot.pause()
-        assert form.changes == {"max-num-seqs": 32}
+        await edit_form_after_preset(pilot, fleet, cluster)
 
     assert snap_compare(make_app(), terminal_size=(120, 36), run_before=run_before)
 

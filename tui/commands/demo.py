@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
 class _ScenarioNames:
@@ -39,13 +40,22 @@ def register(sub, live: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run_demo, context="demo")  # the simulated cluster's context (config profiles)
 
 
+def demo_audit_path(cfg) -> Path:
+    """The demo's actions are audited apart from real ones: `demo-audit.jsonl` beside the real
+    audit log (the config's `audit_log`, else the XDG state default)."""
+    from tui.core.cluster.audit import default_path
+    from tui.kube_launch import audit_path
+
+    real = audit_path(cfg) or default_path()
+    return real.with_name("demo-" + real.name)
+
+
 def run_demo(args: argparse.Namespace) -> int:
     from tui.core.cluster.audit import AuditLog
     from tui.core.cluster.base import policy_for
     from tui.core.sources.demo import DemoSource
     from tui.core.cluster.sim import SimCluster
     from tui.core.sim.fleet import SimFleet
-    from tui.kube_launch import audit_path
     from tui.launch import apply_config, run
 
     if args.replicas < 1:
@@ -61,6 +71,6 @@ def run_demo(args: argparse.Namespace) -> int:
     cfg = apply_config(args)
     context = args.context or "demo"
     cluster = SimCluster(fleet, context=context, readonly=args.readonly, policy=policy_for(context, cfg),
-                         audit=AuditLog(audit_path(cfg)))
-    source = DemoSource(cluster, timeout=2.0, label=f"{args.scenario} · {args.speed:g}x")
+                         audit=AuditLog(demo_audit_path(cfg)))
+    source = DemoSource(cluster, timeout=2.0, label=args.scenario)  # the header shows the speed ("sim")
     return run(args, source, on_shutdown=fleet.stop)

@@ -1,4 +1,4 @@
-"""`kvwatch diagnose --input FILE [--json]`: each replica's verdict timeline from a scrape log.
+"""`kvwatch diagnose FILE [--json]` (or `--input FILE`): each replica's verdict timeline from a scrape log.
 
 The log is replayed through the live pipeline in time order, so the verdict at any time uses
 only the scrapes up to it, exactly as the dashboard computed it then. Thresholds and windows
@@ -20,12 +20,13 @@ def register(sub) -> None:
         description="Replay a scrape log (JSON lines, .gz accepted; what --record writes) through the "
                     "diagnosis and print each replica's verdict timeline and current evidence.",
     )
-    p.add_argument("--input", "-i", required=True, metavar="FILE", help="scrape log (.jsonl or .jsonl.gz)")
+    p.add_argument("file", nargs="?", metavar="FILE", help="scrape log (.jsonl or .jsonl.gz), as `replay FILE`")
+    p.add_argument("--input", "-i", metavar="FILE", help="the same, as an option")
     p.add_argument("--json", action="store_true",
                    help='print {"replicas": {NAME: {"verdict", "since", "evidence", "timeline"}}}')
     p.add_argument("--config", metavar="TOML", default=None,
                    help="thresholds from this config file (default: the user config, as live)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _parser=p)
 
 
 def _when(ts: float | None) -> str:
@@ -50,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from tui.core.offline import diagnose_file
     from tui.core.textsafe import clean
 
+    if bool(args.file) == bool(args.input):
+        args._parser.error("give the scrape log once: diagnose FILE (or --input FILE)")
+    args.input = args.input or args.file
     cfg = load_config(args.config)
     for prob in cfg.problems:
         print(f"kvwatch diagnose: config: {prob}", file=sys.stderr)

@@ -30,7 +30,8 @@ def register(sub) -> None:
                    help="headless: one JSON object (as the live --json mode) per recorded poll, as fast as possible")
     p.add_argument("--theme", default=None, help="colour theme (ctrl+t cycles)")
     p.add_argument("--ascii", action="store_true", help="ASCII glyphs only")
-    p.add_argument("--screenshot-dir", default=DefaultStr("."), help="where ctrl+s writes SVG screenshots")
+    p.add_argument("--screenshot-dir", default=DefaultStr(""), help="where ctrl+s writes SVG screenshots "
+                   "(default: screenshot_dir in the config, else $XDG_DATA_HOME/kvwatch/screenshots)")
     p.set_defaults(func=run_replay)
 
 

@@ -94,7 +94,7 @@ class Config:
     refresh_interval: float = 1.0
     history_window: float = 600.0
     theme: str | None = None
-    screenshot_dir: str = "."
+    screenshot_dir: str = ""  # "": the XDG data dir (tui/cli_conventions.py)
     audit_log: str | None = None  # None: the audit module's XDG state default
     bell: bool = True
     context: str | None = None

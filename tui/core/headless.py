@@ -9,8 +9,12 @@ import time
 from typing import TextIO
 
 from .export import fleet_json
+from .model import OK
 from .monitor import Monitor
 from .textsafe import redact
+
+# `--json` read no endpoint during the whole run: scripts must not take silence for health
+NO_ENDPOINT_EXIT = 3
 
 
 async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO = sys.stdout,
@@ -20,6 +24,7 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
     Exit status: 0 when the source answered at least once, 1 when it never did."""
     src = monitor.source
     end = None if duration is None else time.monotonic() + duration
+    read_any = False
     try:
         try:
             await monitor.start(backfill_s)
@@ -35,6 +40,7 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
             except Exception as e:  # whole-source failure: report it as data and keep trying
                 _error_line(out, e)
             else:
+                read_any = read_any or any(r.state == OK for r in state.replicas)
                 out.write(json.dumps(fleet_json(state)) + "\n")
                 out.flush()
             if end is not None and time.monotonic() + interval > end + 0.01:
@@ -42,7 +48,12 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - t0)))
     finally:
         await src.close()
-    return 0 if monitor.ok_refreshes else 1
+    if not monitor.ok_refreshes:  # the source itself never answered (e.g. Prometheus down)
+        return 1
+    if not read_any:
+        print(f"kvwatch: no endpoint could be read during the run (exit {NO_ENDPOINT_EXIT})", file=sys.stderr)
+        return NO_ENDPOINT_EXIT
+    return 0
 
 
 def _error_line(out: TextIO, e: BaseException) -> None:

@@ -228,6 +228,7 @@ class PodInfo:
     owner_name: str | None = None
     labels: Mapping[str, str] = field(default_factory=dict)
     pod_ip: str | None = None
+    started_at: float | None = None  # pod start (creation) time, in the source's clock: AGE
 
 
 @dataclass(frozen=True, slots=True)

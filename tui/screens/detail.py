@@ -1,17 +1,25 @@
-"""Replica detail: the verdict with its evidence, per-engine values, and larger plots."""
+"""Replica detail: the verdict with its evidence, per-engine values, and larger plots.
+
+A replica that leaves the fleet (a rollout deleted its pod) keeps its last evidence and plots,
+marked "gone since HH:MM:SS", with the time axis frozen at that moment. Where the plots would be
+too small to read (80x24), the same series are shown as numbers: now, min and max.
+"""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
+import time
+
 from textual.containers import Grid, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from tui.actions import bindings
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
+from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
 from widgets.verdict import colour_var, label
 
@@ -19,6 +27,7 @@ from .triage import open_diagnosis
 
 PLOT_POINTS = 300
 LABEL_MAX = 60  # label values (model names, ...) are cut here; long ones would fill 80x24
+MIN_PLOT_W, MIN_PLOT_H = 30, 5  # below this a braille plot is tick labels and noise: numbers
 
 # (plot id, title, [(series attr, legend)], fixed y range or None)
 PLOTS = (
@@ -80,20 +89,28 @@ class DetailScreen(Screen):
     DetailScreen #evidence { height: auto; max-height: 14; padding: 0 1; background: $surface; }
     DetailScreen Grid { grid-size: 2 3; grid-gutter: 0 1; }
     DetailScreen PlotextPlot { height: 1fr; min-height: 6; }
+    DetailScreen #plot-numbers { height: auto; padding: 0 1; display: none; }
+    DetailScreen.-numbers #plot-numbers { display: block; }
+    DetailScreen.-numbers #plots { display: none; }
     """
 
     def __init__(self, name: str) -> None:
         super().__init__()
         self.replica = name
         self.full_labels = False
+        self.last_view: ReplicaView | None = None
+        self.gone_since: float | None = None  # the state time of the first refresh without it
+        self.frozen_at: float | None = None  # the plots' time axis ends here (gone)
+        self._pts: list = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("", id="evidence")
-            with Grid():
+            yield Static("", id="plot-numbers")
+            with Grid(id="plots"):
                 for pid, *_ in PLOTS:
                     yield PlotextPlot(id=pid)
-        yield Footer()
+        yield KvFooter()
 
     def on_mount(self) -> None:
         self.show_state(self.app.monitor.state)
@@ -108,11 +125,22 @@ class DetailScreen(Screen):
     def action_diagnosis(self, mode: str) -> None:
         open_diagnosis(self.app, self.replica, mode)
 
+    def on_resize(self) -> None:
+        if self._pts:
+            self._draw(self._pts, self.frozen_at or self.app.monitor.state.ts)
+
+    def _plots_fit(self) -> bool:
+        """Would a 2x3 grid of plots under the evidence be readable at this size?"""
+        ev = self.query_one("#evidence", Static)
+        free = self.size.height - (ev.outer_size.height or 14) - 1
+        return (self.size.width - 1) // 2 >= MIN_PLOT_W and free // 3 >= MIN_PLOT_H
+
     def show_state(self, state: FleetState) -> None:
         view = next((r for r in state.replicas if r.name == self.replica), None)
         if view is None:
-            self.query_one("#evidence", Static).update(Text(f"{clean(self.replica)}: gone from the fleet"))
+            self._gone(state)
             return
+        self.last_view, self.gone_since, self.frozen_at = view, None, None
         ev = evidence_text(view, state.ts, self.app.palette(), self.app.ascii, self.full_labels)
         self.query_one("#evidence", Static).update(asciify(ev) if self.app.ascii else ev)
         snap = self.app.monitor.replica_snapshot(self.replica)
@@ -121,8 +149,33 @@ class DetailScreen(Screen):
         pts = snap.points[-PLOT_POINTS:]
         if not pts:
             return
-        now = state.ts
+        self._pts = pts
+        self._draw(pts, state.ts)
+
+    def _gone(self, state: FleetState) -> None:
+        """The replica left the fleet: say since when, keep its last values, freeze the axis."""
+        if self.gone_since is not None:
+            return  # already said; nothing moves any more
+        self.gone_since = self.frozen_at = state.ts
+        when = time.strftime("%H:%M:%S", time.localtime(state.ts))
+        t = Text(f" gone since {when} ", style="bold reverse")
+        t.append(f" {clean(self.replica)} left the fleet (pod deleted or replaced); its last values:\n", style="bold")
+        if self.last_view is not None:
+            t.append_text(evidence_text(self.last_view, state.ts, self.app.palette(), self.app.ascii))
+        self.query_one("#evidence", Static).update(asciify(t) if self.app.ascii else t)
+        if self._pts:
+            self._draw(self._pts, state.ts)
+
+    def _draw(self, pts: list, now: float) -> None:
+        numbers = not self._plots_fit()
+        self.set_class(numbers, "-numbers")
+        if numbers:
+            self.query_one("#plot-numbers", Static).update(numbers_text(pts, self.frozen_at is not None))
+            return
         xs = [ts - now for ts, _ in pts]
+        xlabel = "seconds"
+        if self.frozen_at is not None:
+            xlabel = f"seconds before gone {time.strftime('%H:%M:%S', time.localtime(self.frozen_at))}"
         for pid, title, series, yr in PLOTS:
             plot = self.query_one(f"#{pid}", PlotextPlot)
             plt = plot.plt
@@ -140,5 +193,23 @@ class DetailScreen(Screen):
             else:  # counts, rates and latencies are never negative: pin the floor at 0
                 top = max((getattr(m, a) or 0.0 for _, m in pts for a, _l in series), default=0.0)
                 plt.ylim(0.0, top * 1.1 if top > 0 else 1.0)
-            plt.xlabel("seconds")
+            plt.xlabel(xlabel)
             plot.refresh()
+
+
+def _n(v: float) -> str:
+    return num(v, 0 if float(v).is_integer() or abs(v) >= 10 else 2)
+
+
+def numbers_text(pts: list, gone: bool) -> Text:
+    """The plots' series as numbers: the latest value, and min / max over the points shown."""
+    span = pts[-1][0] - pts[0][0] if len(pts) > 1 else 0.0
+    t = Text(f"{'last' if gone else 'now'}, min..max over {ago(span)} (too small for plots)\n", style="dim")
+    for _pid, title, series, _yr in PLOTS:
+        t.append(f"{title}: ", style="bold")
+        parts = []
+        for attr, legend in series:
+            ys = [y for y in (getattr(m, attr) for _, m in pts) if y is not None]
+            parts.append(f"{legend} {_n(ys[-1])} ({_n(min(ys))}..{_n(max(ys))})" if ys else f"{legend} –")
+        t.append("  ".join(parts) + "\n")
+    return t

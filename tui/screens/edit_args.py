@@ -2,7 +2,7 @@
 
 One field per flag with the value the container runs with (or the engine default, as the
 placeholder), inline validation, the incident presets, and the exact diff of the container spec
-as you type. `ctrl+s` plans the change on the cluster (re-reading the Deployment, with the KV
+as you type. `f8` plans the change on the cluster (re-reading the Deployment, with the KV
 preflight), shows the confirm dialog, applies it (server-side dry run, then the patch) and goes
 straight to the rollout view. A refused patch (someone changed the Deployment) reloads the form
 with the new state.
@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 from tui.actions import PRESET_KEYS, bindings
 from tui.core import engines
@@ -28,7 +28,11 @@ from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo, EditArg
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
+from widgets.footer import KvFooter
 from widgets.format import num, pct, rate
+
+
+NOTE_MIN = 30  # columns of help text beside a field, else it wraps below it
 
 
 def _field_id(name: str) -> str:
@@ -48,6 +52,9 @@ class EditArgsScreen(Screen):
     EditArgsScreen .row Input.-invalid { background: $error 30%; }
     EditArgsScreen .row .note { width: 1fr; height: 1; color: $text-muted; padding: 0 0 0 1; text-wrap: nowrap;
         text-overflow: ellipsis; }
+    EditArgsScreen .note-below { display: none; height: auto; color: $text-muted; padding: 0 0 0 2; }
+    EditArgsScreen.-narrow .row .note { display: none; }
+    EditArgsScreen.-narrow .note-below { display: block; }
     EditArgsScreen .err { height: auto; color: $error; padding: 0 0 0 2; }
     EditArgsScreen #edit-presets { height: auto; margin: 1 0 0 0; grid-size: 3; grid-gutter: 0 1; }
     EditArgsScreen #edit-presets Button { width: 100%; }
@@ -137,6 +144,8 @@ class EditArgsScreen(Screen):
                         yield label
                         yield Input(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True)
                         yield Static("", classes="note", id=f"n-{name}")
+                    # too narrow for the help beside the field (80x24): wrapped on its own lines
+                    yield Static("", classes="note note-below", id=f"nb-{name}")
                     yield Static("", classes="err", id=f"e-{name}")
                 with Grid(id="edit-presets"):
                     for p, _, key, label in self._presets():
@@ -147,8 +156,17 @@ class EditArgsScreen(Screen):
                 yield Static("", id="edit-notes")
                 with Horizontal(id="edit-actions"):
                     yield Button("Cancel", id="edit-cancel", compact=True)
-                    yield Button("Review & apply (ctrl+s)", id="edit-apply", variant="warning", compact=True, disabled=True)
-        yield Footer()
+                    yield Button("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
+        yield KvFooter()
+
+    def on_resize(self) -> None:
+        fields = self.query_one("#edit-fields")
+        # label 26 + input 16 + the help: under NOTE_MIN columns of help, it goes below the field
+        narrow = bool(fields.size.width) and fields.size.width - 2 - 26 - 16 < NOTE_MIN
+        self.set_class(narrow, "-narrow")
+        side = self.query_one("#edit-side")
+        # the apply button keeps its key in sight when the side panel is narrow (80 columns)
+        self.query_one("#edit-apply", Button).label = "Review (f8)" if 0 < side.size.width < 34 else "Review & apply (f8)"
 
     def _title(self) -> Text:
         t = Text(f"edit engine args · {self.kind.lower()}/{clean(self.name_)} -n {clean(self.namespace)}", style="bold")
@@ -222,7 +240,8 @@ class EditArgsScreen(Screen):
                 note = "not set; the engine reports " + A.format_value(self.observed[name])
             else:
                 note = "not set; " + self.engine.arg_specs[name].note
-            self.query_one(f"#n-{name}", Static).update(Text(clean(note)))
+            for where in ("n", "nb"):
+                self.query_one(f"#{where}-{name}", Static).update(Text(clean(note)))
         self.query_one("#" + _field_id(self.engine.editable[0]), Input).focus()
         done = []
         for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied
@@ -233,7 +252,7 @@ class EditArgsScreen(Screen):
                     done.append(f"{flag}={value}")
         self._revalidate()
         if done:
-            self.app.notify("pre-filled: " + ", ".join(done) + " (review the diff, ctrl+s to apply)",
+            self.app.notify("pre-filled: " + ", ".join(done) + " (review the diff, f8 to apply)",
                             title="suggested by kvwatch", timeout=6, markup=False)
 
     # -- validation and the live diff -----------------------------------------------------------

@@ -10,10 +10,11 @@ from textual import work
 from textual.app import ComposeResult
 from tui.actions import bindings
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from tui.core.cluster.base import Cluster, ClusterError, EventInfo
 from tui.core.textsafe import clean
+from widgets.footer import KvFooter
 from widgets.format import ago
 
 
@@ -44,7 +45,7 @@ class EventsScreen(Screen):
         yield Static("", id="events-title")
         table = DataTable(cursor_type="row", zebra_stripes=True, id="events-table")
         yield table
-        yield Footer()
+        yield KvFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

@@ -8,12 +8,15 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from tui.actions import bindings
 from tui.core.model import SEVERITY, FleetState, ReplicaView
 from tui.core.textsafe import clean
+from tui.keyhold import PromptInput
+from widgets.flash import FlashBar
 from widgets.fleet_table import FleetTable
+from widgets.footer import KvFooter
 from widgets.format import asciify
 from widgets.header import FleetHeader, PressureBanner
 from widgets.verdict import colour_var, label
@@ -30,17 +33,23 @@ SORTS = {
 }
 
 
+def filter_error(pattern: str) -> str | None:
+    """Why `pattern` is not a usable filter ("invalid regex: ..."), or None."""
+    try:
+        re.compile(pattern[1:] if pattern.startswith("!") else pattern)
+    except re.error as e:
+        return f"invalid regex: {e}"
+    return None
+
+
 def match_filter(v: ReplicaView, pattern: str) -> bool:
-    """k9s-style filter: regex over name, verdict and group; a leading '!' inverts."""
-    if not pattern:
+    """k9s-style filter: regex over name, verdict and group; a leading '!' inverts. A pattern
+    that is not a regex filters nothing (the screen says why: `filter_error`)."""
+    if not pattern or filter_error(pattern):
         return True
     invert = pattern.startswith("!")
-    pat = pattern[1:] if invert else pattern
-    try:
-        rx = re.compile(pat, re.IGNORECASE)
-        hit = any(rx.search(s) for s in (v.name, v.verdict, v.group or ""))
-    except re.error:
-        hit = pat.lower() in v.name.lower()
+    rx = re.compile(pattern[1:] if invert else pattern, re.IGNORECASE)
+    hit = any(rx.search(s) for s in (v.name, v.verdict, v.group or ""))
     return hit != invert
 
 
@@ -52,6 +61,18 @@ class SelectedStrip(Static):
     """
 
 
+class ViewModes(Static):
+    """One line, shown only while the view is not the plain one: faults only, grouped by owner,
+    a filter (or why it is not a regex). k9s shows these in the table's title."""
+
+    DEFAULT_CSS = """
+    ViewModes { height: 1; padding: 0 1; display: none; background: $boost; text-wrap: nowrap;
+        text-overflow: ellipsis; }
+    ViewModes.-on { display: block; }
+    ViewModes.-error { color: $error; text-style: bold; }
+    """
+
+
 class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/mitigation.py
     BINDINGS = bindings("fleet")  # tui/actions.py: its own keys, mitigation, then t / g / c
 
@@ -60,6 +81,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         self.filter = ""
         self.faults_only = False
         self.sort = "severity"
+        self.reverse = False  # the same sort key pressed again reverses (k9s)
         self._placed: dict[str, tuple[str, int]] = {}  # name -> (verdict, row) as last drawn
         self._strip_text: Text | None = None
         self.state: FleetState | None = None
@@ -68,18 +90,21 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         pal = self.app.palette
         yield FleetHeader(pal, id="header")
         yield PressureBanner(pal, id="banner")
+        yield ViewModes(id="view-modes")
         table = FleetTable(pal, thresholds=self.app.monitor.thresholds, id="fleet")
         table.ascii = self.app.ascii
         yield table
         yield SelectedStrip("waiting for the first refresh...", id="strip")
-        yield Input(placeholder="filter: regex over name/verdict/group, ! inverts, esc clears", id="filter")
-        yield Footer()
+        yield PromptInput(placeholder="filter: regex over name/verdict/group, ! inverts, esc clears", id="filter")
+        yield KvFooter()
+        yield FlashBar()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
         header = self.query_one(FleetHeader)
         header.ascii = self.query_one(PressureBanner).ascii = self.app.ascii
         header.flags = self.app.flags()
+        header.sim_speed = getattr(self.app.monitor.source, "sim_speed", None)
         header.mode, header.status = self.app.header_mode()
         if self.app.monitor.state.replicas:
             self.show_state(self.app.monitor.state)
@@ -90,7 +115,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         if self.faults_only:
             rows = [v for v in rows if v.verdict not in ("healthy", "unknown")]
         if self.sort != "severity":
-            return sorted(rows, key=SORTS[self.sort])
+            return sorted(rows, key=SORTS[self.sort], reverse=self.reverse)
         # Sticky within a verdict: rows move only when their verdict changes, not every time two
         # KV values swap. A jumping table is hard to read, and a reorder repaints every row
         # (bytes on a slow SSH link); a row entering a verdict joins the end of its group.
@@ -100,7 +125,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
             else (1, 0, -(v.metrics.kv_usage or 0.0), v.name)))
         rows = sorted(rows, key=key)
         self._placed = {v.name: (v.verdict, i) for i, v in enumerate(rows)}
-        return rows
+        return rows[::-1] if self.reverse else rows
 
     def show_state(self, state: FleetState) -> None:
         self.state = state
@@ -108,13 +133,31 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         header.mode, header.status = self.app.header_mode()
         header.show(state)
         self.query_one(PressureBanner).show(state)
-        self.query_one(FleetTable).show(self.visible(state))
+        table = self.query_one(FleetTable)
+        table.now, table.sort = state.ts, (self.sort, self.reverse)
+        table.show(self.visible(state))
+        self._update_modes()
         self._update_strip()
 
     def show_source_error(self, error: str) -> None:
         """The source failed (at start, or a whole poll): say why where the rows would be."""
         if self.state is None or not self.state.replicas:
             self.query_one(SelectedStrip).update(Text(clean(error, 300) + "  (retrying)", style="bold"))
+
+    def _update_modes(self) -> None:
+        error = filter_error(self.filter) if self.filter else None
+        modes = [error] if error else []
+        if self.faults_only:
+            modes.append("faults only (ctrl+z)")
+        if self.sort == "group":
+            modes.append("grouped by owner (G)")
+        if self.filter and not error:
+            modes.append(f"filter /{self.filter}/ (esc clears)")
+        line = self.query_one(ViewModes)
+        line.set_class(bool(modes), "-on")
+        line.set_class(bool(error), "-error")
+        self.query_one("#filter", Input).set_class(bool(error), "-invalid")
+        line.update(Text("  ·  ".join(modes)))
 
     def on_pause_changed(self, paused: bool) -> None:
         header = self.query_one(FleetHeader)
@@ -167,6 +210,8 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)
         box.display = True
+        if not box.has_focus:
+            self.app.keyhold.hold()  # what is typed next belongs to the filter (tui/keyhold.py)
         box.value = self.filter
         box.focus()
 
@@ -198,6 +243,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
             self.show_state(self.state)
 
     def action_sort(self, how: str) -> None:
+        self.reverse = (not self.reverse) if how == self.sort else False
         self.sort = how
         if self.state is not None:
             self.show_state(self.state)

@@ -9,10 +9,11 @@ from textual.app import ComposeResult
 from tui.actions import bindings
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.core.cluster.base import LOG_FILTER, Cluster, ClusterError, LogLines
 from tui.core.textsafe import clean
+from widgets.footer import KvFooter
 
 
 def logs_text(logs: LogLines) -> Text:
@@ -56,7 +57,7 @@ class LogsScreen(Screen):
         yield Static("", id="logs-title")
         with VerticalScroll(id="logs-body"):
             yield Static(Text("reading...", style="dim"), id="logs-text")
-        yield Footer()
+        yield KvFooter()
 
     def on_mount(self) -> None:
         self.action_reload()

@@ -215,6 +215,7 @@ class MitigationMixin:
             self._scale(*t)
 
     def action_command(self) -> None:
+        self.app.keyhold.hold()  # what is typed after `:` belongs to the prompt (tui/keyhold.py)
         self._command()
 
     # -- workers ----------------------------------------------------------------------------
@@ -273,20 +274,29 @@ class MitigationMixin:
     async def _command(self) -> None:
         from .prompt import PromptScreen
 
-        suggestions = list(SUGGESTIONS)
-        cluster = self.gate.cluster()
-        if cluster is not None:
-            try:
-                async with asyncio.timeout(2.0):
-                    suggestions += [f"ctx {c.name}" for c in await cluster.list_contexts()]
-                    ns = self.gate.namespace(self.selected_view())
-                    suggestions += [f"rollout {d.name}" for d in await cluster.list_deployments(ns)]
-            except Exception:  # noqa: BLE001 - suggestions are a nicety
-                pass
-        line = await self.app.push_screen_wait(PromptScreen(
-            ":", placeholder=PLACEHOLDER, suggestions=suggestions))
+        # The prompt opens at once; the cluster's contexts and deployments join its suggestions
+        # when they arrive (a slow API server must not keep the prompt closed).
+        prompt = PromptScreen(":", placeholder=PLACEHOLDER, suggestions=list(SUGGESTIONS))
+        self._command_suggestions(prompt)
+        line = await self.app.push_screen_wait(prompt)
         if line:
             await self.run_command(line)
+
+    @work(group="command-suggestions", exit_on_error=False)
+    async def _command_suggestions(self, prompt) -> None:
+        cluster = self.gate.cluster()
+        if cluster is None:
+            return
+        more: list[str] = []
+        try:
+            async with asyncio.timeout(2.0):
+                more += [f"ctx {c.name}" for c in await cluster.list_contexts()]
+                ns = self.gate.namespace(self.selected_view())
+                more += [f"rollout {d.name}" for d in await cluster.list_deployments(ns)]
+        except Exception:  # noqa: BLE001 - suggestions are a nicety
+            pass
+        if more:
+            prompt.add_suggestions(more)
 
     def _switcher(self) -> ContextSwitcher:
         return ContextSwitcher(self.app, self._error, self.recheck_permissions)

@@ -10,6 +10,8 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from tui.keyhold import PromptInput
+
 
 class PromptScreen(ModalScreen[str | None]):
     BINDINGS = bindings("prompt")
@@ -33,8 +35,14 @@ class PromptScreen(ModalScreen[str | None]):
         with Horizontal():
             yield Static(self.title_text, id="prompt-title", markup=False)
             suggester = SuggestFromList(self.suggestions, case_sensitive=False) if self.suggestions else None
-            yield Input(self.value, placeholder=self.placeholder, suggester=suggester, id="prompt-input",
+            yield PromptInput(self.value, placeholder=self.placeholder, suggester=suggester, id="prompt-input",
                         compact=True)
+
+    def add_suggestions(self, more: list[str]) -> None:
+        """Suggestions that arrived after the prompt opened (read from the cluster)."""
+        self.suggestions += [m for m in more if m not in self.suggestions]
+        if self.is_mounted:
+            self.query_one(Input).suggester = SuggestFromList(self.suggestions, case_sensitive=False)
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()

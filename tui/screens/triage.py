@@ -87,6 +87,7 @@ class TriageScreen(MitigationMixin, Screen):
         self.replica = name
         self.mode = mode
         self.group: str | None = None  # the workload, to follow the replica when its pod is replaced
+        self.followed: tuple[str, float] | None = None  # (replica gone, since): said in the head
         self.facts = ClusterFacts()
         self.fetch_note = ""  # why nothing was fetched, or that a fetch is running
         self.fetching = False
@@ -134,6 +135,10 @@ class TriageScreen(MitigationMixin, Screen):
         self.group = view.group
         body = self.compute(view, state.ts)
         head = verdict_head(view.name, view.verdict, view.finding.since, state.ts, pal, ascii)
+        if self.followed is not None:  # a changed subject stays said, not only flashed once
+            gone, since = self.followed
+            head.append(f"\n{clean(gone)} gone since {time.strftime('%H:%M:%S', time.localtime(since))}: "
+                        f"following {clean(view.name)} of the same workload", style="bold reverse")
         head.append("\n")
         for m in MODES:
             key = self._key_for(m)
@@ -156,6 +161,7 @@ class TriageScreen(MitigationMixin, Screen):
         nxt = min(same, key=lambda r: (SEVERITY.get(r.verdict, 99), r.name))
         self.app.notify(f"{clean(self.replica)} is gone (replaced); following {clean(nxt.name)} of the same workload",
                         timeout=6, markup=False)
+        self.followed = (self.followed[0] if self.followed else self.replica, state.ts)
         self.replica = nxt.name
         self.facts = ClusterFacts()
         self.fetching = False

@@ -117,6 +117,7 @@ def pod_info(pod: Mapping[str, Any], owner: tuple[str | None, str | None] | None
         owner_name=name,
         labels=dict(meta.get("labels") or {}),
         pod_ip=status.get("podIP"),
+        started_at=ts(status.get("startTime") or meta.get("creationTimestamp")),
     )
 
 

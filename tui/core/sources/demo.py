@@ -27,6 +27,11 @@ class DemoSource:
         self._removed: set[str] = set()
 
     @property
+    def sim_speed(self) -> float:
+        """Simulated seconds per real second: the header labels the clock "sim" with it."""
+        return self.fleet.speed
+
+    @property
     def description(self) -> str:
         n = len(self._known) or len(self.fleet.replica_names())
         return f"demo: {n} simulated replicas" + (f" · {self.label}" if self.label else "")

@@ -4,11 +4,13 @@ simulator's state (the args edit with the shared builder and the simulator's exa
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from .. import args as A
-from ..plans import bad_replicas, build_drain_plan, build_edit_plan, build_scale_plan
-from ..values import ActionPlan, EditArgsRequest, Target
-from .state import SimState, with_changes
+from ..convert import HASH_LABEL
+from ..plans import bad_replicas, build_drain_plan, build_edit_plan, build_rollback_plan, build_scale_plan
+from ..values import REVISION_ANNOTATION, ActionPlan, EditArgsRequest, Target
+from .state import SimRevision, SimState, with_changes
 
 
 class SimPlans(SimState):
@@ -65,19 +67,34 @@ class SimPlans(SimState):
             data={"resourceVersion": str(d.rv), "restarted_at": stamp}, **self._flags(),
         )
 
-    async def plan_rollback(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
+    def rollback_inputs(self, namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The Deployment and its ReplicaSets as the API server would return them, for the real
+        roll back builder: one ReplicaSet per distinct pod template (a roll back reuses the old
+        one, as Kubernetes does), the restart stamp in the template like `kubectl rollout restart`."""
         d = self._dep(namespace, name)
-        target = Target("Deployment", namespace, name)
-        prev = next((r for r in reversed(d.revisions[:-1]) if r.key != d.current.key), None)
-        if prev is None:
-            return ActionPlan("rollback", target, "roll back", errors=(f"{target} has no revision before {d.current.number} with other args",), **self._flags())
-        diff = A.args_diff(self._template(d), self._template(d, prev), f"deployment/{name}/vllm")
-        return ActionPlan(
-            "rollback", target, f"roll back {target}: revision {d.current.number} -> {prev.number}", diff=diff,
-            patch=[{"op": "test", "path": "/spec/template", "value": {"args": self._template(d)["args"]}},
-                   {"op": "replace", "path": "/spec/template", "value": {"args": self._template(d, prev)["args"]}}],
-            patch_type="json", data={"from_revision": d.current.number, "to_revision": prev.number, "resourceVersion": str(d.rv)}, **self._flags(),
-        )
+        dep = self._dep_dict(d)
+        dep["spec"]["template"] = self._pod_template(d, d.current)
+        latest: dict[Any, SimRevision] = {}
+        for rev in d.revisions:
+            latest[rev.key] = rev  # the newest revision of each template
+        rss = [{"metadata": {"name": f"{d.name}-r{rev.number}", "annotations": {REVISION_ANNOTATION: str(rev.number)}},
+                "spec": {"template": self._pod_template(d, rev, hashed=True)}}
+               for rev in sorted(latest.values(), key=lambda r: r.number)]
+        return dep, rss
+
+    def _pod_template(self, d, rev: SimRevision, hashed: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"labels": {"app": d.name, **({HASH_LABEL: f"r{rev.number}"} if hashed else {})}}
+        if rev.restarted_at:
+            meta["annotations"] = {"kubectl.kubernetes.io/restartedAt": rev.restarted_at}
+        return {"metadata": meta, "spec": {"containers": [self._template(d, rev)]}}
+
+    async def plan_rollback(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
+        """`kubectl rollout undo` with the real cluster's builder: the same JSON Patch shape."""
+        d = self._dep(namespace, name)
+        plan = build_rollback_plan(*self.rollback_inputs(namespace, name), **self._flags())
+        if plan.errors:
+            return plan
+        return replace(plan, data={**plan.data, "resourceVersion": str(d.rv)})
 
     async def plan_delete_pod(self, namespace: str, pod: str, grace_s: int = 60) -> ActionPlan:
         self._pod(namespace, pod)

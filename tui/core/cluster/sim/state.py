@@ -272,6 +272,7 @@ class SimState(Cluster):
             owner_name=st.group,
             labels=labels,
             pod_ip="127.0.0.1",
+            started_at=st.created,
         )
 
     def _template(self, d: SimDeployment, rev: SimRevision | None = None) -> dict[str, Any]:

@@ -1,0 +1,61 @@
+"""Command-line habits shared by every subcommand: `--version`, a quiet exit into a closed pipe
+(`kvwatch demo --json | head`), and `--url` checked as a usage error before anything starts."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+# 128 + SIGPIPE: what a shell reports for a writer whose reader went away (`yes | head`)
+BROKEN_PIPE_EXIT = 141
+
+_HOST = re.compile(r"[A-Za-z0-9._-]+|[0-9A-Fa-f:.]+")  # a DNS name / IPv4, or IPv6 (brackets gone)
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("kvwatch")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def url_arg(value: str) -> str:
+    """argparse `type` for --url / --gpu-url: a scrapeable http(s) URL or a usage error."""
+    from .core.sources.direct import normalize_url
+
+    try:
+        normalize_url(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    host = value.strip().split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
+    host = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+    if not _HOST.fullmatch(host):
+        raise argparse.ArgumentTypeError(f"{value!r}: not a URL (expected http://HOST:PORT)")
+    return value
+
+
+def closed_pipe() -> int:
+    """stdout's reader went away: stop quietly. Point stdout at /dev/null so the interpreter's
+    final flush does not print a second BrokenPipeError on the way out."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation: no real fd (tests)
+        pass
+    return BROKEN_PIPE_EXIT
+
+
+
+def default_screenshot_dir() -> Path:
+    """Where ctrl+s writes when neither --screenshot-dir nor the config says: the XDG data dir
+    ($XDG_DATA_HOME/kvwatch/screenshots, ~/.local/share/...), never the working directory."""
+    base = os.environ.get("XDG_DATA_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative path is invalid and ignored
+        base = os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "kvwatch" / "screenshots"

@@ -34,7 +34,7 @@ from tui.core.textsafe import clean
 from widgets.format import ago, asciify
 
 from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
-from .mitigation import MitigationMixin
+from .mitigation import MitigationMixin, workload_scale_out
 
 MODES = ("triage", "runbook", "capacity")
 MODE_TITLE = {"triage": "triage", "runbook": "runbook", "capacity": "capacity"}
@@ -175,7 +175,8 @@ class TriageScreen(MitigationMixin, Screen):
         if self.mode == "capacity":
             return capacity_text(self.plan, pal, self.keyinfo, self.app.ascii)
         self.book = runbook(h, now, t, finding=view.finding, rollouts=f.rollouts, applied=f.applied,
-                            capacity=self.plan, logs=f.logs, args=f.args)
+                            capacity=self.plan, logs=f.logs, args=f.args,
+                            scale=workload_scale_out(self.app.monitor, view.group, now))
         return runbook_text(self.book, self.keyinfo, pal, self.app.ascii, kv_breached(h, now, t))
 
     def _capacity(self, h) -> CapacityPlan:

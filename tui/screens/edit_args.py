@@ -278,6 +278,10 @@ class EditArgsScreen(Screen):
     def action_preset(self, key: str) -> None:
         if self.cmd is None:
             return
+        why = self._preset_refusal(key)
+        if why:  # presets follow the verdict (tui/core/diagnosis/gmu_policy.py)
+            self.app.notify(clean(why), title=f"preset {key} not offered", severity="warning", timeout=8, markup=False)
+            return
         try:
             values = A.preset(self.cmd, key, self.observed)
         except A.ArgError as e:
@@ -286,6 +290,16 @@ class EditArgsScreen(Screen):
         for name, val in values.items():
             self.query_one("#" + _field_id(name), Input).value = A.format_value(val)
         self._revalidate()
+
+    def _preset_refusal(self, key: str) -> str | None:
+        from tui.core.diagnosis.gmu_policy import preset_refusal
+
+        v = self._view()
+        if v is None:
+            return None
+        pod = v.pod
+        oom = pod is not None and (pod.last_termination_reason == "OOMKilled" or pod.last_exit_code == 137)
+        return preset_refusal(key, v.verdict, oom)
 
     @on(Button.Pressed)
     def _button(self, event: Button.Pressed) -> None:

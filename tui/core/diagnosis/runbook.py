@@ -26,6 +26,7 @@ from ..textsafe import clean
 from .. import verdicts as V
 from .capacity import CapacityPlan
 from .rules import diagnose, info, missing, node_fault_evidence
+from . import gmu_policy
 from .scaleout import ScaleOut
 from .thresholds import Thresholds
 from .triage import _LOG_HARD, hist_between
@@ -344,7 +345,7 @@ def runbook(
     oom = pod is not None and (pod.last_termination_reason == "OOMKilled" or pod.last_exit_code == 137)
     gmu = _current_value(h, "gpu-memory-utilization", args)
     if oom or log_oom:
-        lower = 0.7 if gmu is None or gmu > 0.7 else max(0.5, round(gmu - 0.1, 2))
+        lower = gmu_policy.lower_for_oom(gmu, t)
         ev = []
         if pod is not None:
             ev.append(info("last_termination", pod.last_termination_reason,
@@ -410,13 +411,19 @@ def runbook(
                       "edit:max_num_seqs", "edit max-num-seqs", discouraged, details=cap_lines, suggest=cap_suggest))
     still_after_cap = d_cap is not None and now - d_cap >= settle and pressured
     head_suggest = {"enable-prefix-caching": "true", "enable-chunked-prefill": "true"}
-    if gmu is not None:
-        head_suggest["gpu-memory-utilization"] = f"{min(0.95, round(gmu + 0.05, 2)):g}"
+    mml = _current_value(h, "max-model-len", args)
+    long_ctx = mml is not None and mml >= t.long_context_tokens
+    raised = gmu_policy.raise_to(gmu, t, long_ctx)
+    at_ceiling = gmu is not None and raised is None
+    if raised is not None:
+        head_suggest["gpu-memory-utilization"] = f"{raised:g}"
+    ceiling_note = (f"; gpu-memory-utilization {gmu:g} is at the policy ceiling "
+                    f"{gmu_policy.ceiling(t, long_ctx):g} (prevention.md): no raise, scale out next") if at_ceiling else ""
     steps.append(Step("headroom", "Add KV headroom: raise gpu-memory-utilization, prefix cache, chunked prefill",
                       "done" if d_head else ("todo" if still_after_cap else ("wait" if d_cap and pressured else "skip")),
                       "headroom added" if d_head else (
                           "still pressured after the cap: grow KV supply" if still_after_cap
-                          else "after the cap, if still pressured"),
+                          else "after the cap, if still pressured") + ceiling_note,
                       "edit:gpu_memory_utilization", "edit KV headroom", discouraged, suggest=head_suggest))
     still_after_head = d_head is not None and now - d_head >= settle and pressured
     # A queue that persists with no room to raise the cap (typically right after the cap step:

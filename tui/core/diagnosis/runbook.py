@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..history import ReplicaHistory
-from ..model import Evidence, Finding
+from ..model import AtLeast, Evidence, Finding, seconds_text
 from ..textsafe import clean
 from .. import verdicts as V
 from .capacity import CapacityPlan
@@ -235,9 +235,9 @@ def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float |
             crit.append(Criterion(name, f"{label} back", None,
                                   f"{label}: {'no pre-incident baseline' if pb is None else 'no requests lately'}"))
             continue
-        ok = pc <= pb * t.latency_recovered_ratio
+        ok = pc <= pb * t.latency_recovered_ratio and not isinstance(pc, AtLeast)
         crit.append(Criterion(name, f"{label} back", ok,
-                              f"{label} p95 {pc:.3g} s vs {pb:.3g} s before the incident "
+                              f"{label} p95 {seconds_text(pc)} vs {seconds_text(pb)} before the incident "
                               f"({'within' if ok else 'above'} {t.latency_recovered_ratio:g}x)"))
     pod = h.last_ok.pod if h.last_ok is not None else None
     if pod is not None:

@@ -15,7 +15,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import verdicts as V
 from ..history import ReplicaHistory
-from ..model import Evidence, Finding, Histogram, Scrape
+from ..model import Evidence, Finding, Histogram, Scrape, seconds_text
 from ..textsafe import clean
 from .rules import cmp, diagnose, info, missing
 from .thresholds import Thresholds
@@ -324,7 +324,7 @@ def _batch(h: ReplicaHistory, finding: Finding, t: Thresholds, window_s: float, 
         if p_now is not None and p_base:
             r = p_now / p_base
             ev.append(Evidence(f"{name}_p95_ratio", r, t.latency_recovered_ratio, ">=", r >= t.latency_recovered_ratio,
-                               f"{label} p95 {p_now:.3g} s now vs {p_base:.3g} s baseline ({r:.1f}x)"))
+                               f"{label} p95 {seconds_text(p_now)} now vs {seconds_text(p_base)} baseline ({r:.1f}x)"))
     collapsed = m.batch_p95 is not None and m.batch_p95 <= t.batch_collapse and traffic
     pressured = finding.verdict == V.KV_PRESSURE
     if pressured and collapsed:

@@ -29,7 +29,8 @@ from .rules import diagnose, info, missing, node_fault_evidence
 from . import gmu_policy
 from .scaleout import ScaleOut
 from .thresholds import Thresholds
-from .triage import _LOG_HARD, hist_between
+from .loglines import kind as log_kind
+from .triage import hist_between
 
 # Flags whose change in a rollout can cause KV pressure, and in which direction.
 RISKY = {
@@ -341,7 +342,7 @@ def runbook(
     discouraged = bool(fault)
 
     # 2. OOM-crashing?
-    log_oom = [clean(line)[:300] for line in (logs or ()) if _LOG_HARD.search(line)]
+    log_oom = [clean(line)[:300] for line in (logs or ()) if log_kind(line) == "oom"]
     oom = pod is not None and (pod.last_termination_reason == "OOMKilled" or pod.last_exit_code == 137)
     gmu = _current_value(h, "gpu-memory-utilization", args)
     if oom or log_oom:

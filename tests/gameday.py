@@ -15,6 +15,8 @@ from tui.core.monitor import Monitor
 from tui.core.sim.fleet import SimFleet
 
 T0 = 1.75e9
+# not judgements of the running engine: no verdict change counts into or out of these
+LIFECYCLE = ("unknown", "down", "starting")
 
 
 class SteppedDemo:
@@ -55,7 +57,7 @@ class SteppedDemo:
             seen = self.changes.setdefault(v.name, [])
             if not seen or seen[-1][1] != v.verdict:
                 seen.append((state.ts, v.verdict))
-            if v.verdict not in ("unknown", "down"):
+            if v.verdict not in LIFECYCLE:
                 self.span.setdefault(v.name, [state.ts, state.ts])[1] = state.ts
         return state
 
@@ -67,7 +69,7 @@ class SteppedDemo:
 
     def flips_per_replica_hour(self) -> float:
         """Verdict changes per replica-hour of judged time (the first verdict is no change)."""
-        flips = sum(max(0, len([v for _, v in seq if v not in ("unknown", "down")]) - 1)
+        flips = sum(max(0, len([v for _, v in seq if v not in LIFECYCLE]) - 1)
                     for seq in self.changes.values())
         hours = sum(b - a for a, b in self.span.values()) / 3600
         return flips / hours if hours else 0.0

@@ -354,6 +354,8 @@ class FleetState:
     ts: float
     source: str  # what is being watched, for the header
     replicas: tuple[ReplicaView, ...]
+    # fleet-level queue / latency alarms (diagnosis.alarm.Alarm), most recent refresh
+    alarms: tuple = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

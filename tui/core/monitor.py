@@ -7,10 +7,11 @@ the screen shows and what a script sees cannot disagree.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
+from .diagnosis.alarm import FleetAlarms
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
 from .model import FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .sources.base import Source
@@ -45,6 +46,7 @@ class Monitor:
         self.windows = windows or Windows()
         self.history_len = history_len
         self.histories: dict[str, ReplicaHistory] = {}
+        self.alarms = FleetAlarms(self.thresholds)  # queue / latency vs each replica's baseline
         self._latest: dict[str, Scrape] = {}  # last scrape of any kind, for pod/group/error
         self.on_scrapes = on_scrapes  # e.g. the recorder
         self.state = FleetState(ts=time.time(), source=getattr(source, "description", ""), replicas=())
@@ -99,7 +101,8 @@ class Monitor:
             now = max((s.ts for s in scrapes), default=self.state.ts)
         views = [self._view(name, h, now) for name, h in self.histories.items()]
         views.sort(key=lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name))
-        self.state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views))
+        state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views))
+        self.state = replace(state, alarms=self.alarms.update(state, self.histories))
         return self.state
 
     def _view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:

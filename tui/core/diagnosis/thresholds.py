@@ -63,6 +63,13 @@ class Thresholds:
     burn_window_s: float = 3600.0  # a rollout this long before the incident is suspect
     capacity_headroom: float = 0.10  # KV share kept free when sizing max-num-seqs
     long_context_tokens: int = 32768  # max-model-len at/above this is "long context" (audit)
+    # -- fleet alarm (queue / latency vs each replica's own baseline) -----------------------------
+    alarm_ratio: float = 5.0  # this many times the baseline raises the alarm
+    alarm_queue_min: float = 50.0  # ... and at least this many waiting
+    alarm_queue_clear: float = 10.0  # cleared below this (and 2x the baseline)
+    alarm_latency_min_s: float = 2.0  # ... and TTFT p95 at least this
+    alarm_points: int = 2  # scrapes over (under) the marks to raise (clear) it
+    alarm_baseline_points: int = 3  # calm scrapes a baseline is learnt from
     audit_gpu_mem_util: float = 0.70  # prevention.md: gpu-memory-utilization <= 0.7
     audit_gpu_mem_util_long: float = 0.60  # <= 0.6 for long-context or bursty workloads
 

@@ -181,7 +181,14 @@ class MitigationMixin:
     def open_rollout(self, cluster: Cluster, namespace: str, name: str, kind: str = "Deployment") -> None:
         from .rollout import RolloutScreen
 
-        self.app.push_screen(RolloutScreen(cluster, namespace, name, kind=kind))
+        import time
+
+        from tui.core.cluster.base import ClusterReads
+
+        # the action just applied started this rollout: its elapsed time counts from now, on the
+        # clock of the ReplicaSets' timestamps (the simulated cluster's own; else wall time)
+        started = cluster.now() if type(cluster).now is not ClusterReads.now else time.time()
+        self.app.push_screen(RolloutScreen(cluster, namespace, name, kind=kind, started_at=started))
 
     def action_logs(self) -> None:
         t = self._pod_target()

@@ -88,3 +88,34 @@ def _run(coro):
         except StopIteration as e:
             return e.value
 
+
+
+class SteppedDemoSource:
+    """`kvwatch demo`'s Source over a stepped fleet: each poll advances the simulated fleet and
+    cluster one scrape interval, then reads every pod's pages in process (the app's refresh is
+    the clock, so a game day plays at simulator speed and the same way every time)."""
+
+    def __init__(self, demo: SteppedDemo) -> None:
+        self.demo = demo
+        self.cluster = demo.cluster
+        self.description = f"demo (stepped): {demo.fleet.description}"
+        self._known: set[str] = set()
+        self._removed: set[str] = set()
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    def take_removed(self) -> set[str]:
+        out, self._removed = self._removed, set()
+        return out
+
+    async def poll(self) -> list[Scrape]:
+        await self.cluster.sleep(self.demo.interval)
+        out = self.demo.scrapes()
+        names = set(self.demo.fleet.replica_names())
+        self._removed |= self._known - names
+        self._known = names
+        return out

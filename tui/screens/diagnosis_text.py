@@ -212,7 +212,7 @@ def runbook_text(rb: Runbook, keyinfo: KeyInfo, pal: Mapping[str, str], ascii: b
     not (and the verdict is another one) there is nothing for the verification step to verify."""
     t = Text()
     verdict = rb.finding.verdict
-    idle = not kv_breached and verdict != "kv-pressure"
+    idle = not kv_breached and verdict not in ("kv-pressure", "overloaded")
     t.append(f"Guided runbook: {runbook_title(verdict)}", style="bold underline")
     if rb.node:
         t.append(f"  ·  node {clean(rb.node)}", style="bold")

@@ -202,7 +202,8 @@ def _key_text(t: Text, screen_action: str | None, label_: str, keyinfo: KeyInfo,
     t.append(f" {key} ", style=_style(pal, "accent", "bold reverse"))
     t.append(f" {label_}", style="bold")
     if suggest:
-        t.append(f"  (form pre-filled: {_suggest_text(suggest)})", style="dim")
+        what = "prompt" if screen_action == "scale" else "form"
+        t.append(f"  ({what} pre-filled: {_suggest_text(suggest)})", style="dim")
     t.append("\n")
 
 
@@ -300,7 +301,7 @@ def _step_text(t: Text, n: int, s: Step, current: bool, keyinfo: KeyInfo, pal: M
         for d in s.details:
             risky = "(" in d  # ArgChange.line adds "(why)" to the flags the runbook names
             t.append("        " + clean(d) + "\n", style=_style(pal, "error", "bold") if risky else "")
-    elif s.status != "skip":  # a step not taken now keeps its workings (capacity lines) out of the way
+    elif s.status not in ("skip", "done"):  # a step not taken now (or done) keeps its workings out of the way
         for d in s.details:
             t.append("      │ " if not ascii else "      | ", style="dim")
             t.append(clean(d) + "\n", style="dim")

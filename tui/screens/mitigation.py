@@ -260,9 +260,8 @@ class MitigationMixin:
         so = workload_scale_out(self.app.monitor, v.group, self.app.monitor.state.ts)
         want = so is not None and so.replicas > info.replicas
         title = f"scale {kind.lower()}/{name} -n {ns}: replicas (now {info.replicas})"
-        if want:
-            title += (f"; kvwatch: {so.replicas} for {so.arrivals_per_s:.2f} req/s arriving at "
-                      f"{so.per_replica_per_s:.2f} req/s per replica")
+        if want:  # the arithmetic is on the runbook screen
+            title += f"; kvwatch suggests {so.replicas}"
         answer = await self.app.push_screen_wait(PromptScreen(
             title, placeholder=str(info.replicas), value=str(so.replicas) if want else ""))
         if answer is None or not answer.strip():

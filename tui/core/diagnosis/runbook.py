@@ -307,7 +307,7 @@ def runbook(
     finding = finding or diagnose(h, now, t)
     applied = dict(applied or {})
     if incident_start is None:
-        incident_start = finding.since if finding.verdict == "kv-pressure" else None
+        incident_start = finding.since if finding.verdict in (V.KV_PRESSURE, V.OVERLOADED) else None
     steps: list[Step] = []
     branch = ""
 
@@ -418,8 +418,9 @@ def runbook(
     at_ceiling = gmu is not None and raised is None
     if raised is not None:
         head_suggest["gpu-memory-utilization"] = f"{raised:g}"
-    ceiling_note = (f"; gpu-memory-utilization {gmu:g} is at the policy ceiling "
-                    f"{gmu_policy.ceiling(t, long_ctx):g} (prevention.md): no raise, scale out next") if at_ceiling else ""
+    top = gmu_policy.ceiling(t, long_ctx)
+    ceiling_note = (f"; gpu-memory-utilization {gmu:g} is {'at' if abs(gmu - top) < 1e-9 else 'above'} the policy "
+                    f"ceiling {top:g} (prevention.md): no raise, scale out next") if at_ceiling else ""
     steps.append(Step("headroom", "Add KV headroom: raise gpu-memory-utilization, prefix cache, chunked prefill",
                       "done" if d_head else ("todo" if still_after_cap else ("wait" if d_cap and pressured else "skip")),
                       "headroom added" if d_head else (

@@ -127,8 +127,9 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         assert len(demo.fleet.replica_names()) == n
         await pilot.press("escape")
         # the runbook's verification: the queue drains and recovery is confirmed
-        await refreshed_until(lambda: isinstance(app.screen, TriageScreen) and "RECOVERY CONFIRMED" in body(app),
-                              what=lambda: body(app)[:600], limit=600)
-        assert not any(v.verdict in ("kv-pressure", "overloaded") for v in app.monitor.state.replicas)
+        await refreshed_until(lambda: isinstance(app.screen, TriageScreen) and "RECOVERY CONFIRMED" in body(app)
+                              and not any(v.verdict in ("kv-pressure", "overloaded") for v in app.monitor.state.replicas)
+                              and not app.monitor.state.alarms,
+                              what=lambda: body(app)[:600] + describe(app), limit=600)
         assert sum("starting" in v for v in seen.values()) >= n  # new pods showed `starting`, never `down`
-        assert not any("down" in v for v in seen.values())
+        assert not any("down" in v for v in seen.values()), seen

@@ -244,3 +244,29 @@ def test_node_fault_runbook_never_says_steady_preemption_and_names_the_node():
     words = " ".join(s.answer for s in rb.steps)
     assert "steady preemption" not in words
     assert rb.node == "gpu-node-7" and "gpu-node-7" in rb.step("node").answer
+
+
+def test_scale_out_counts_requests_clients_gave_up_on_as_demand_not_as_capacity():
+    """Aborted requests (clients gave up in the queue) finish in vllm:request_success_total
+    too; counted as completions they made one replica look able to serve twice what it does."""
+    from dataclasses import replace as _r
+
+    from tui.core.diagnosis.scaleout import scale_out
+
+    def with_counts(h, done_per_s, aborted_per_s):
+        out = []
+        for s in h.scrapes:
+            eng = s.sample.engines["0"]
+            k = s.ts - 1000.0
+            vals = {**eng.values, "requests_success": k * (done_per_s + aborted_per_s),
+                    "requests_aborted": k * aborted_per_s}
+            out.append(_r(s, sample=_r(s.sample, engines={"0": _r(eng, values=vals)})))
+        return history_of(out, h.name)
+
+    hs = [with_counts(overloaded_history(name=f"r{i}", arrivals_per_s=1.25, completed_per_s=1.25), 0.7, 0.55)
+          for i in range(4)]
+    now = hs[0].scrapes[-1].ts
+    so = scale_out([(h, "overloaded") for h in hs], now, T)
+    assert abs(so.per_replica_per_s - 0.7) < 1e-6  # served, not served + abandoned
+    assert abs(so.arrivals_per_s - 4 * 1.25) < 1e-6  # the abandoned ones arrived all the same
+    assert any("gave up" in line for line in so.lines)

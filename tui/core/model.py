@@ -113,6 +113,7 @@ class Sample:
             "waiting_deferred",
             "swapped",
             "preemptions",
+            "requests_aborted",
             "prompt_tokens",
             "generation_tokens",
             "prefix_queries",

@@ -2,10 +2,11 @@
 per-replica completions.
 
 Over the last `window_s` seconds of each replica of the workload:
-  completions/s  = rate of vllm:request_success_total
-  arrivals/s     = completions/s + growth of (waiting + running) per second
-The fleet's arrival rate is the sum; what one replica completes at its limit is the mean
-completion rate of the replicas that are at it (overloaded, capped, KV-pressured, compute-bound;
+  served/s       = rate of vllm:request_success_total, less finished_reason="abort" (clients
+                   that gave up waiting: demand that was never served)
+  arrivals/s     = finished/s (aborted included) + growth of (waiting + running) per second
+The fleet's arrival rate is the sum; what one replica serves at its limit is the mean served
+rate of the replicas that are at it (overloaded, capped, KV-pressured, compute-bound;
 all of them when none is). The replica count carries `capacity_headroom` spare and drains the
 current backlog within `drain_s`:
   replicas = ceil((arrivals x (1 + headroom) + backlog / drain_s) / per-replica completions)
@@ -43,9 +44,10 @@ class ScaleOut:
 
 @dataclass(frozen=True, slots=True)
 class _Rates:
-    completions: float
+    completions: float  # served: finished, less the ones clients abandoned in the queue
     arrivals: float
     waiting: float
+    abandoned: float
 
 
 def _rates(h: ReplicaHistory, now: float, window_s: float) -> _Rates | None:
@@ -63,8 +65,10 @@ def _rates(h: ReplicaHistory, now: float, window_s: float) -> _Rates | None:
 
     first, last = load(win[0]), load(win[-1])
     growth = (last - first) / dt if first is not None and last is not None else 0.0
-    comp = done / dt
-    return _Rates(comp, max(0.0, comp + growth), win[-1].sample.value("waiting") or 0.0)
+    # finished_reason="abort" (clients that gave up waiting) is demand, not served capacity
+    gave_up = counter_delta(s.sample.value("requests_aborted") for s in win) or 0.0
+    return _Rates((done - gave_up) / dt, max(0.0, done / dt + growth), win[-1].sample.value("waiting") or 0.0,
+                  gave_up / dt)
 
 
 def scale_out(replicas: Sequence[tuple[ReplicaHistory, str]], now: float, t: Thresholds | None = None,
@@ -84,10 +88,15 @@ def scale_out(replicas: Sequence[tuple[ReplicaHistory, str]], now: float, t: Thr
         return None
     need = arrivals * (1 + t.capacity_headroom) + backlog / drain_s
     n = max(n_now if backlog >= t.waiting_min else 1, math.ceil(need / per - 1e-9))
+    gave_up = sum(r.abandoned for r, _ in measured)
     lines = (
-        f"arrivals {arrivals:.2f} req/s = completions + queue growth over the last {window_s:.0f} s "
-        f"(summed over {len(measured)} replica(s))",
-        f"one replica at its limit completes {per:.2f} req/s (mean of {len(limited)})",
+        f"arrivals {arrivals:.2f} req/s = finished + queue growth over the last {window_s:.0f} s "
+        f"(summed over {len(measured)} replica(s)"
+        + (f"; {gave_up:.2f} req/s of them gave up waiting)" if gave_up else ")"),
+        f"one replica at its limit serves {per:.2f} req/s (mean of {len(limited)}, abandoned ones not counted)",
+        f"steady state: {arrivals:.2f} x {1 + t.capacity_headroom:.2f} headroom / {per:.2f} = "
+        f"{arrivals * (1 + t.capacity_headroom) / per:.2f} -> {math.ceil(arrivals * (1 + t.capacity_headroom) / per - 1e-9)}"
+        " replicas",
         f"backlog {backlog:.0f} waiting, drained within {drain_s:.0f} s: +{backlog / drain_s:.2f} req/s",
         f"({arrivals:.2f} x {1 + t.capacity_headroom:.2f} + {backlog / drain_s:.2f}) / {per:.2f} = "
         f"{need / per:.2f} -> {n} replicas (now {n_now})",

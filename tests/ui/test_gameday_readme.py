@@ -133,3 +133,27 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
                               what=lambda: body(app)[:600] + describe(app), limit=600)
         assert sum("starting" in v for v in seen.values()) >= n  # new pods showed `starting`, never `down`
         assert not any("down" in v for v in seen.values()), seen
+
+
+async def test_under_kv_pressure_the_gmu_presets_are_greyed_out_and_refused(tmp_path) -> None:
+    demo = SteppedDemo("long-prompts", replicas=2, seed=3, audit=AuditLog(tmp_path / "audit.jsonl"))
+    app = KvwatchApp(Monitor(SteppedDemoSource(demo)), 1.0, autostart=False)
+    async with app.run_test(size=(160, 45)) as pilot:
+        for _ in range(15):
+            await app.refresh_once()
+            await pilot.pause()
+        await until(pilot, lambda: app.mitigation_gate.perms or app.mitigation_gate.failed)
+        assert app.monitor.state.replicas[0].verdict == "kv-pressure"
+        await pilot.press("e")
+        form = await until(pilot, lambda: isinstance(app.screen, EditArgsScreen) and app.screen.cmd and app.screen)
+        await app.refresh_once()
+        await pilot.pause()
+        from textual.widgets import Button
+
+        gmu = form.query_one("#preset-gmu-0_7", Button)
+        assert gmu.disabled and "shrinks the KV pool" in str(gmu.tooltip)
+        assert not form.query_one("#preset-seqs-50", Button).disabled
+        before = form.query_one("#f-gpu-memory-utilization", Input).value
+        await pilot.press("f4")
+        await pilot.pause()
+        assert form.query_one("#f-gpu-memory-utilization", Input).value == before  # refused, said why

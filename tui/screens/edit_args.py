@@ -152,6 +152,11 @@ class EditArgsScreen(Screen):
 
     def show_state(self, state: FleetState) -> None:  # live replica numbers in the title
         self.query_one("#edit-title", Static).update(self._title())
+        # presets follow the verdict: one that would make it worse is greyed out, with the why
+        for p, _key, _label in PRESET_KEYS:
+            why = self._preset_refusal(p)
+            btn = self.query_one(f"#preset-{p.replace('.', '_')}", Button)
+            btn.disabled, btn.tooltip = bool(why), why
 
     # -- loading ------------------------------------------------------------------------------
     @work(exclusive=True, group="edit-load", exit_on_error=False)

@@ -27,6 +27,8 @@ VERDICT_DEFAULTS = {
         V.DOWN: "#9a9a9a",
         V.STALLED: "#ff9f43",
         V.CONCURRENCY_CAPPED: "#f1c40f",
+        V.OVERLOADED: "#ff7f50",
+        V.STARTING: "#8fa8c8",
         V.HOST_BOUND: "#f5a623",
         V.COMPUTE_BOUND: "#5dade2",
         V.UNKNOWN: "#7f8c8d",
@@ -86,6 +88,8 @@ LIGHT = Theme(
             V.DOWN: "#5f6368",
             V.STALLED: "#b34700",
             V.CONCURRENCY_CAPPED: "#8a6d00",
+            V.OVERLOADED: "#b0460f",
+            V.STARTING: "#4a6a8a",
             V.HOST_BOUND: "#a65e00",
             V.COMPUTE_BOUND: "#0b5cad",
             V.UNKNOWN: "#6e7781",
@@ -127,6 +131,8 @@ HIGH_CONTRAST = Theme(
             V.DOWN: "#ffffff",
             V.STALLED: "#ff9900",
             V.CONCURRENCY_CAPPED: "#ffff00",
+            V.OVERLOADED: "#ff8800",
+            V.STARTING: "#80c0ff",
             V.HOST_BOUND: "#ffcc00",
             V.COMPUTE_BOUND: "#00ffff",
             V.UNKNOWN: "#c0c0c0",
@@ -168,6 +174,8 @@ COLORBLIND = Theme(
             V.DOWN: "#999999",  # grey
             V.STALLED: "#e69f00",  # orange
             V.CONCURRENCY_CAPPED: "#f0e442",  # yellow
+            V.OVERLOADED: "#d55e00",
+            V.STARTING: "#999999",
             V.HOST_BOUND: "#0072b2",  # blue
             V.COMPUTE_BOUND: "#56b4e9",  # sky blue
             V.UNKNOWN: "#bbbbbb",

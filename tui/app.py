@@ -310,6 +310,12 @@ class KvwatchApp(App):
             self.bell()
             self.notify(", ".join(new), title="entered kv-pressure", severity="warning", timeout=8,
                         markup=False)
+        alarmed = self.pressure.update_alarms(state)
+        if alarmed and self.bell_on:
+            if not new:
+                self.bell()
+            texts = [a.text for a in state.alarms if a.replica in alarmed]
+            self.notify("; ".join(texts), title="queue / latency alarm", severity="warning", timeout=8, markup=False)
 
     def draw(self, state: FleetState) -> None:
         for screen in self.screen_stack:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tui.core.model import AtLeast
+
 
 def num(v: float | None, digits: int = 0) -> str:
     if v is None:
@@ -21,6 +23,8 @@ def pct(v: float | None, scale: float = 1.0) -> str:
 def secs(v: float | None) -> str:
     if v is None:
         return "–"
+    if isinstance(v, AtLeast):  # in the +Inf bucket: more than the last bucket, not a number
+        return "> " + secs(float(v))
     if v < 1:
         return f"{v * 1000:.0f}ms"
     if v < 100:

@@ -121,7 +121,8 @@ class FleetHeader(Vertical):
 
 
 class PressureBanner(Static):
-    """Shown only while at least one replica is in kv-pressure: impossible to miss."""
+    """Shown only while at least one replica is in kv-pressure or in the queue / latency alarm:
+    impossible to miss."""
 
     DEFAULT_CSS = """
     PressureBanner { height: 1; display: none; text-style: bold; padding: 0 1; text-wrap: nowrap;
@@ -136,19 +137,27 @@ class PressureBanner(Static):
 
     def show(self, state: FleetState) -> None:
         hot = [r.name for r in state.replicas if r.verdict == KV_PRESSURE]
-        self.set_class(bool(hot), "-on")
-        if not hot:
+        alarms = tuple(getattr(state, "alarms", ()))  # queue / latency far above each one's baseline
+        self.set_class(bool(hot or alarms), "-on")
+        if not hot and not alarms:
             return
         pal = self._palette()
-        names = ", ".join(clean(n) for n in hot[:4]) + (f" +{len(hot) - 4}" if len(hot) > 4 else "")
         t = Text(no_wrap=True, overflow="ellipsis",
                  style=f"{pal.get('banner-text-style', 'bold')} {pal.get('banner-fg', 'white')} "
                        f"on {pal.get('banner-bg', 'red')}")
-        kv = BY_NAME[KV_PRESSURE]
-        # the hint before the names: at 80 columns the names are cut, not the way to the evidence
-        t.append(f"{kv.ascii_symbol if self.ascii else kv.symbol} KV-CACHE PRESSURE on {len(hot)}/{len(state.replicas)}"
-                 " · enter: evidence · ")
-        t.append(names)
+        # the hint first: at 80 columns the names are cut, not the way to the evidence
+        if hot:
+            names = ", ".join(clean(n) for n in hot[:4]) + (f" +{len(hot) - 4}" if len(hot) > 4 else "")
+            kv = BY_NAME[KV_PRESSURE]
+            t.append(f"{kv.ascii_symbol if self.ascii else kv.symbol} KV-CACHE PRESSURE on "
+                     f"{len(hot)}/{len(state.replicas)} · enter: evidence · ")
+            t.append(names)
+        if alarms:
+            t.append("  · " if hot else "")
+            t.append(f"QUEUE/LATENCY ALARM on {len(alarms)}/{len(state.replicas)}"
+                     + ("" if hot else " · enter: evidence") + " · ")
+            shown = alarms if not hot else alarms[:2]
+            t.append("; ".join(clean(a.text) for a in shown[:3]) + (f" +{len(alarms) - 3}" if len(shown) > 3 else ""))
         if self.ascii:
             t = asciify(t)
         self.styles.background = pal.get("banner-bg", "red")

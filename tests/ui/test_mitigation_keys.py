@@ -5,6 +5,8 @@ while the dashboard keeps running."""
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 
 from textual.widgets import Button, Input, Static
@@ -98,13 +100,25 @@ async def test_logs_and_events(env: Env) -> None:
         )
         await pilot.press("l")
         logs = await until(pilot, lambda: isinstance(app.screen, LogsScreen) and app.screen.logs and app.screen)
-        assert logs.logs.lines == ("INFO GPU KV cache usage: 99.1%",
-                                   "ERROR torch.OutOfMemoryError: CUDA out of memory [red]x[/red]")
+        # the stats line says "KV cache" but is no trouble: only the OOM is kept
+        assert logs.logs.lines == ("ERROR torch.OutOfMemoryError: CUDA out of memory [red]x[/red]",)
         shown = str(logs.query_one("#logs-text", Static).render())
         assert "[red]x[/red]" in shown and "\x1b" not in shown  # literal text, never markup or escapes
+        # followed live: a new trouble line shows up by itself; space pauses (and says so)
+        key = (NS, pod, "vllm", False)
+        env.emu.pod_logs[key] += "WARNING Sequence group 9 is preempted by PreemptionMode.RECOMPUTE\n"
+        await until(pilot, lambda: len(logs.logs.lines) == 2, timeout=8)
+        await pilot.press("space")
+        assert not logs.following and "PAUSED" in str(logs.query_one("#logs-title", Static).render())
+        env.emu.pod_logs[key] += "ERROR EngineCore_0 died unexpectedly\n"
+        await asyncio.sleep(2.5)
+        await pilot.pause()
+        assert len(logs.logs.lines) == 2
+        await pilot.press("space")
+        await until(pilot, lambda: len(logs.logs.lines) == 3, timeout=8)
         await pilot.press("f")
         await until(pilot, lambda: logs.logs is not None and not logs.logs.filtered)
-        assert len(logs.logs.lines) == 3
+        assert len(logs.logs.lines) == 5
         await pilot.press("P")  # previous container: none here, said plainly
         await until(pilot, lambda: logs.error is not None)
         assert "no previous (restarted) container" in logs.error

@@ -122,8 +122,13 @@ async def test_bell_fires_once_per_entry_into_kv_pressure_and_can_be_toggled():
         assert len(rang) == 1 and app.alerts[-1][1] == ("a",)
         assert any("a" in n for n in notes(app))
         src.profiles["a"] = "healthy"
-        await prime(pilot, 8)
+        await prime(pilot, 4)
         assert not any(r.verdict == "kv-pressure" for r in app.monitor.state.replicas)
+        src.profiles["a"] = "pressure"  # back after a short step out: the same episode, no bell
+        await prime(pilot, 4)
+        assert len(rang) == 1 and app.monitor.state.replicas[0].verdict == "kv-pressure"
+        src.profiles["a"] = "healthy"
+        await prime(pilot, 16)  # out for over a minute
         src.profiles["a"] = "pressure"  # a new entry rings again
         await prime(pilot, 4)
         assert len(rang) == 2

@@ -323,7 +323,7 @@ def test_preflight_fails_when_one_sequence_no_longer_fits() -> None:
     # 0.9 -> 0.7 leaves ~3.1 GiB = ~25k tokens; a 32k context does not fit, 8k does
     assert A.kv_preflight(_cmd(32768), {"gpu-memory-utilization": 0.7}, CACHE, A100_40, BPT).status == "fail"
     ok = A.kv_preflight(_cmd(8192), {"gpu-memory-utilization": 0.7}, CACHE, A100_40, BPT)
-    assert ok.status == "ok" and 24000 < ok.capacity_tokens_new < 26000
+    assert ok.status == "warn" and 24000 < ok.capacity_tokens_new < 26000  # fits, but a shrink warns
 
 
 def test_preflight_max_model_len_and_dtype() -> None:
@@ -368,3 +368,18 @@ def test_rewrite_of_a_configmap_sourced_value_writes_a_literal_and_says_so() -> 
     assert rw.fields == ("command",) and rw.container["command"][-1] == "32"
     assert rw.container["env"] == c["env"]  # the ConfigMap reference is left alone
     assert len(rw.notes) == 1 and "$SEQS" in rw.notes[0] and "literal" in rw.notes[0]
+
+
+def test_preflight_warns_loudly_on_every_change_that_shrinks_the_kv_pool() -> None:
+    # issue 11 item 3: "gmu 0.7" under kv-pressure passed as "OK, KV pool ..." without a word
+    pf = A.kv_preflight(_cmd(8192), {"gpu-memory-utilization": 0.7}, CACHE, A100_40, BPT)
+    assert pf.status == "warn"
+    loud = [m for m in pf.messages if m.startswith("KV POOL SHRINKS")]
+    assert loud and f"{5691 * 16:,} -> {pf.capacity_tokens_new:,} tokens" in loud[0]
+    assert "full-length (8192) sequences fit: 11.1 -> 3.1" in loud[0] and "at max-num-seqs 256" in loud[0]
+    fp8_back = A.kv_preflight(_cmd(), {"kv-cache-dtype": "fp8"}, {**CACHE, "cache_dtype": "fp8"})
+    assert fp8_back.status == "ok"  # unchanged dtype: no shrink, no warning
+    bigger = A.kv_preflight(_cmd(), {"gpu-memory-utilization": 0.92}, CACHE, A100_40, BPT)
+    assert bigger.status == "ok" and not any(m.startswith("KV POOL SHRINKS") for m in bigger.messages)
+    # a cut of max-num-seqs does not touch the pool
+    assert A.kv_preflight(_cmd(), {"max-num-seqs": 32}, CACHE, A100_40, BPT).status == "ok"

@@ -351,3 +351,61 @@ def test_diagnosing_leaves_no_state_in_the_rules_module():
     h = history_of(series(5, util=95.0, running=40.0))
     assert diagnose(h, h.points[-1][0], T).verdict == "compute-bound"
     assert containers() == before  # the state went to the history, not to a module-level cache
+
+
+# -- a queue that persists (issue 11 item 4) --------------------------------------------------------
+
+
+def test_a_persistent_queue_is_never_healthy():
+    # running not pinned at any cap, KV with room, no preemption: still a queue that persists
+    v = verdicts(series(12, running=lambda i: 20.0 + (i % 4) * 3, waiting=lambda i: 5.0 + i, kv=0.5))
+    assert "healthy" not in v[4:] and v[-1] == "overloaded"
+
+
+def test_a_queue_at_the_cap_without_kv_room_is_overloaded_not_capped():
+    f = last(series(8, running=32.0, waiting=lambda i: 10.0 * (i + 1), kv=0.85, cache={"max_num_seqs": "32"}))
+    assert f.verdict == "overloaded"
+    assert "scale out" in f.summary
+
+
+def test_kv_near_the_ceiling_while_the_cap_holds_admission_is_not_kv_pressure():
+    # the cut cap holds admission (running pinned at 32), nothing preempted: KV at 0.91 does not
+    # make it thrash; flapping kv-pressure <-> capped around 0.90 was the game day's complaint
+    kv = lambda i: 0.91 if i % 3 == 0 else 0.84  # noqa: E731
+    v = verdicts(series(20, running=32.0, waiting=lambda i: 100.0 + i, kv=kv, cache={"max_num_seqs": "32"}))
+    assert "kv-pressure" not in v and set(v[3:]) == {"overloaded"}
+
+
+def test_a_drained_queue_leaves_overloaded_after_the_sustain():
+    w = lambda i: 50.0 if i < 10 else 0.0  # noqa: E731
+    v = verdicts(series(16, running=lambda i: 32.0 if i < 10 else 12.0, waiting=w, kv=0.85,
+                        cache={"max_num_seqs": "32"}))
+    assert v[9] == "overloaded" and v[10] == "overloaded" and v[-1] == "healthy"
+
+
+# -- starting pods (issue 11 item 5) -----------------------------------------------------------------
+
+
+def _pod(ready=False, phase="Running", restarts=0, reason=None):
+    from tui.core.model import PodInfo
+    return PodInfo("ns", "r0", node="gpu-node-3", phase=phase, ready=ready, restarts=restarts,
+                   last_termination_reason=reason)
+
+
+def test_a_new_pod_answering_503_while_loading_is_starting_not_down():
+    scr = [scrape(1000.0 + 10 * i, error="HTTP 503", pod=_pod()) for i in range(5)]
+    f = last(scr)
+    assert f.verdict == "starting"
+    assert "40 s" in f.summary and "not ready" in f.summary and f.since == 1000.0
+
+
+def test_a_crashed_or_long_unready_pod_is_down_not_starting():
+    crashed = [scrape(1000.0 + 10 * i, error="HTTP 503", pod=_pod(phase="CrashLoopBackOff", restarts=2,
+                                                                   reason="Error")) for i in range(5)]
+    assert last(crashed).verdict == "down"
+    forever = [scrape(1000.0 + 60 * i, error="HTTP 503", pod=_pod()) for i in range(20)]
+    f = last(forever)
+    assert f.verdict == "down" and "not ready after" in f.summary
+    # a pod that served and then fails is down: it is no longer loading
+    served = series(3) + [scrape(1015.0 + 5 * i, error="HTTP 503", pod=_pod()) for i in range(5)]
+    assert last(served).verdict == "down"

@@ -99,7 +99,10 @@ def test_mitigation_walks_drain_cap_headroom_scale():
     rb = runbook(h, now + 200, T, rollouts=[], applied={"drain": T_ON, "edit:max_num_seqs": now - 10},
                  finding=rb.finding)
     assert rb.current == "headroom"
-    assert rb.step("headroom").suggest["gpu-memory-utilization"] == "0.95"
+    # 0.9 is above the policy ceiling (0.7, prevention.md): prefix cache / chunked prefill, no raise
+    head = rb.step("headroom")
+    assert "gpu-memory-utilization" not in head.suggest and "policy ceiling 0.7" in head.answer
+    assert head.suggest["enable-prefix-caching"] == "true"
     rb = runbook(h, now + 400, T, rollouts=[], finding=rb.finding,
                  applied={"drain": T_ON, "edit:max_num_seqs": now - 10, "edit:gpu_memory_utilization": now + 200})
     assert rb.current == "scale" and rb.step("scale").action == "scale"
@@ -191,3 +194,79 @@ def test_triage_oom_and_what_is_missing():
     assert any("GPU data absent" in m for m in r.missing)
     assert any("logs not fetched" in m for m in r.missing)
     assert any("baseline" in m for m in r.missing)
+
+
+# -- the queue after the cap, the node fault (issue 11 items 4, 8) ---------------------------------
+
+
+def overloaded_history(n=30, name="r0", completed_per_s=0.75, arrivals_per_s=1.25):
+    """Cap 32 holding admission, KV with no room, nothing preempted, the queue growing."""
+    return history_of(series(
+        n, kv=0.85, running=32.0, waiting=lambda i: 10.0 + (arrivals_per_s - completed_per_s) * 5 * i,
+        cache={"max_num_seqs": "32"}, hists=None), name)
+
+
+def _with_done(h, per_s):
+    from dataclasses import replace as _r
+    out = []
+    for s in h.scrapes:
+        eng = s.sample.engines["0"]
+        vals = {**eng.values, "requests_success": (s.ts - 1000.0) * per_s}
+        out.append(_r(s, sample=_r(s.sample, engines={"0": _r(eng, values=vals)})))
+    return history_of(out, h.name)
+
+
+def test_overloaded_after_the_cap_names_scale_out_with_the_arithmetic():
+    from tui.core.diagnosis.scaleout import scale_out
+
+    hs = [_with_done(overloaded_history(name=f"r{i}"), 0.75) for i in range(4)]
+    now = hs[0].scrapes[-1].ts
+    so = scale_out([(h, "overloaded") for h in hs], now, T)
+    # 4 x (0.75 done + 0.5 growing) = 5.0 arrivals; x1.1 + backlog/600 over 0.75 each
+    backlog = 4 * (10.0 + 0.5 * 5 * 29)
+    want = -(-(5.0 * 1.1 + backlog / 600) // 0.75)
+    assert so.replicas == want and so.replicas_now == 4 and abs(so.arrivals_per_s - 5.0) < 1e-6
+    assert any("req/s" in line for line in so.lines) and f"-> {so.replicas} replicas" in so.lines[-1]
+    rb = runbook(hs[0], now, T, rollouts=[], applied={"edit:max_num_seqs": now - 600}, scale=so)
+    assert rb.finding.verdict == "overloaded"
+    assert rb.branch == "scale" and rb.current == "scale"
+    step = rb.step("scale")
+    assert step.status == "todo" and "no room to raise" in step.answer
+    assert step.suggest == {"replicas": str(so.replicas)} and step.details == so.lines
+    # never the opposite remedy in the same view
+    assert rb.step("cap").status != "todo"
+
+
+def test_node_fault_runbook_never_says_steady_preemption_and_names_the_node():
+    pod = PodInfo("inference", "vllm-0", node="gpu-node-7")
+    h = pressure_history(throttle=("hw_thermal_slowdown",), pod=pod)
+    rb = runbook(h, h.scrapes[-1].ts, T, rollouts=[])
+    words = " ".join(s.answer for s in rb.steps)
+    assert "steady preemption" not in words
+    assert rb.node == "gpu-node-7" and "gpu-node-7" in rb.step("node").answer
+
+
+def test_scale_out_counts_requests_clients_gave_up_on_as_demand_not_as_capacity():
+    """Aborted requests (clients gave up in the queue) finish in vllm:request_success_total
+    too; counted as completions they made one replica look able to serve twice what it does."""
+    from dataclasses import replace as _r
+
+    from tui.core.diagnosis.scaleout import scale_out
+
+    def with_counts(h, done_per_s, aborted_per_s):
+        out = []
+        for s in h.scrapes:
+            eng = s.sample.engines["0"]
+            k = s.ts - 1000.0
+            vals = {**eng.values, "requests_success": k * (done_per_s + aborted_per_s),
+                    "requests_aborted": k * aborted_per_s}
+            out.append(_r(s, sample=_r(s.sample, engines={"0": _r(eng, values=vals)})))
+        return history_of(out, h.name)
+
+    hs = [with_counts(overloaded_history(name=f"r{i}", arrivals_per_s=1.25, completed_per_s=1.25), 0.7, 0.55)
+          for i in range(4)]
+    now = hs[0].scrapes[-1].ts
+    so = scale_out([(h, "overloaded") for h in hs], now, T)
+    assert abs(so.per_replica_per_s - 0.7) < 1e-6  # served, not served + abandoned
+    assert abs(so.arrivals_per_s - 4 * 1.25) < 1e-6  # the abandoned ones arrived all the same
+    assert any("gave up" in line for line in so.lines)

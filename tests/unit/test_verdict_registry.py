@@ -30,6 +30,9 @@ CASES = {
     V.STALLED: series(8, running=12.0, waiting=5.0, gen=frozen, prompt=frozen, kv=0.6, util=100.0),
     V.CONCURRENCY_CAPPED: series(4, running=64.0, waiting=lambda i: 3.0 * (i + 1), kv=0.5,
                                  cache={"max_num_seqs": "64"}),
+    V.OVERLOADED: series(8, running=32.0, waiting=lambda i: 10.0 * (i + 1), kv=0.85,
+                         cache={"max_num_seqs": "32"}),
+    V.STARTING: [scrape(1000.0 + 10 * i, error="HTTP 503") for i in range(3)],
     V.UNKNOWN: series(1),
     V.DOWN: series(3) + [scrape(1015.0 + 5 * i, error="connection refused") for i in range(5)],
 }

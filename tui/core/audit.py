@@ -24,7 +24,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .cluster.args import ArgError, VllmCommand, find_vllm_container, parse_container
+from .cluster.args import ArgError, VllmCommand, default_for, find_vllm_container, parse_container
+from .diagnosis import gmu_policy
 from .diagnosis.capacity import GiB, ModelArch, plan
 from .diagnosis.thresholds import Thresholds
 from .textsafe import clean
@@ -160,7 +161,7 @@ def audit_workload(obj: Mapping[str, Any], t: Thresholds | None = None, hints: C
     mml = cmd.value("max-model-len")
     wclass = (_annotation(ann, ("workload-class", "workload")) or ("", ""))[1].lower()
     long_ctx = (isinstance(mml, int) and mml >= t.long_context_tokens) or wclass in ("long-context", "bursty")
-    limit = t.audit_gpu_mem_util_long if long_ctx else t.audit_gpu_mem_util
+    limit = gmu_policy.ceiling(t, long_ctx)
     gmu_v = cmd.values.get("gpu-memory-utilization")
     gmu = cmd.value("gpu-memory-utilization")
     why = ("long context" if isinstance(mml, int) and mml >= t.long_context_tokens else wclass) if long_ctx else ""
@@ -168,7 +169,7 @@ def audit_workload(obj: Mapping[str, Any], t: Thresholds | None = None, hints: C
         checks.append(Check("gpu-memory-utilization", "GPU memory headroom", FAIL, "gpu-memory-utilization unknown"))
     else:
         src = " (engine default)" if gmu_v is None or gmu_v.is_default else ""
-        ok = gmu <= limit + 1e-9
+        ok = gmu_policy.within(gmu, t, long_ctx)
         checks.append(Check("gpu-memory-utilization", "GPU memory headroom", PASS if ok else FAIL,
                             f"{gmu:g}{src} {'<=' if ok else '>'} {limit:g}" + (f" ({why})" if why else "")))
     checks.append(_concurrency(cmd, ann, hints, t))

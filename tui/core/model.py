@@ -18,6 +18,21 @@ from .verdicts import SEVERITY, VERDICTS  # noqa: F401
 OK, STALE, DOWN = "ok", "stale", "down"
 
 
+class AtLeast(float):
+    """A histogram quantile that fell in the +Inf bucket: at least this (the last finite bound),
+    never an exact value. Arithmetic on it gives plain floats; displays say "> 640 s"."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"AtLeast({float(self)!r})"
+
+
+def seconds_text(v: float) -> str:
+    """A latency in seconds for text (3 significant digits); "> 640 s" for an AtLeast."""
+    return f"> {float(v):.3g} s" if isinstance(v, AtLeast) else f"{v:.3g} s"
+
+
 @dataclass(frozen=True, slots=True)
 class Histogram:
     """A Prometheus histogram at one instant: cumulative counts per upper bound."""
@@ -58,7 +73,8 @@ class Histogram:
         for bound, cum in zip(self.bounds, self.counts):
             if cum >= rank:
                 if math.isinf(bound):
-                    return prev_bound  # as Prometheus: the highest finite bound
+                    # as Prometheus, the highest finite bound, marked: the true value is above it
+                    return AtLeast(prev_bound)
                 if cum == prev_count:
                     return bound
                 return prev_bound + (bound - prev_bound) * (rank - prev_count) / (cum - prev_count)
@@ -99,6 +115,7 @@ class Sample:
             "waiting_deferred",
             "swapped",
             "preemptions",
+            "requests_aborted",
             "prompt_tokens",
             "generation_tokens",
             "prefix_queries",
@@ -353,6 +370,8 @@ class FleetState:
     ts: float
     source: str  # what is being watched, for the header
     replicas: tuple[ReplicaView, ...]
+    # fleet-level queue / latency alarms (diagnosis.alarm.Alarm), most recent refresh
+    alarms: tuple = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

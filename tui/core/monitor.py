@@ -12,6 +12,7 @@ from typing import Callable, Iterable
 
 from .diagnosis import Thresholds, diagnose
 from .finite import finite_scrape
+from .diagnosis.alarm import FleetAlarms
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
 from .model import DOWN, OK, STALE, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .retry import StartRetry
@@ -47,6 +48,7 @@ class Monitor:
         self.windows = windows or Windows()
         self.history_len = history_len
         self.histories: dict[str, ReplicaHistory] = {}
+        self.alarms = FleetAlarms(self.thresholds)  # queue / latency vs each replica's baseline
         self._latest: dict[str, Scrape] = {}  # last scrape of any kind, for pod/group/error
         self._invalid: dict[str, dict[str, str]] = {}  # non-finite signals of the last scrape
         self._broken: dict[str, str] = {}  # replicas whose last scrape could not be taken in
@@ -141,7 +143,12 @@ class Monitor:
             now = max((s.ts for s in scrapes), default=self.state.ts)
         views = [self._safe_view(name, h, now) for name, h in self.histories.items()]
         views.sort(key=lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name))
-        self.state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views))
+        state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views))
+        try:
+            alarms = self.alarms.update(state, self.histories)
+        except Exception:  # noqa: BLE001 - a fleet alarm failure must not cost the fleet its rows
+            alarms = self.state.alarms
+        self.state = replace(state, alarms=alarms)
         return self.state
 
     def _safe_view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:

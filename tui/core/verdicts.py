@@ -15,9 +15,11 @@ DOWN = "down"
 NODE_FAULT = "node-fault"
 KV_PRESSURE = "kv-pressure"
 STALLED = "stalled"
+OVERLOADED = "overloaded"
 CONCURRENCY_CAPPED = "concurrency-capped"
 HOST_BOUND = "host-bound"
 COMPUTE_BOUND = "compute-bound"
+STARTING = "starting"
 UNKNOWN = "unknown"
 HEALTHY = "healthy"
 
@@ -28,7 +30,8 @@ class Verdict:
     symbol: str  # always drawn next to the word: colour is never the only cue
     ascii_symbol: str  # the same on terminals without Unicode
     short: str  # the word in narrow places (the fleet table's verdict column)
-    # One-line advice; empty where the diagnosis writes its own (down: the error, unknown: progress).
+    # One-line advice; empty where the diagnosis writes its own (down: the error, unknown: progress,
+    # starting: the pod's phase and elapsed time).
     summary: str
 
     @property
@@ -41,6 +44,7 @@ _SUMMARIES = {  # the one-line advice of each verdict that has a fixed one
     NODE_FAULT: "GPU unhealthy: do not tune the server; drain the replica off this node",
     KV_PRESSURE: "KV cache full and preempting: cap concurrency (max-num-seqs) or add KV headroom",
     STALLED: "requests in flight but the engine makes no progress: wedged, restart it (drain first)",
+    OVERLOADED: "a queue persists and KV has no room to raise the cap: arrivals exceed what it completes; scale out",
     CONCURRENCY_CAPPED: "queue held by the concurrency cap with KV and GPU headroom: raise max-num-seqs or scale out",
     HOST_BOUND: "API server CPU-bound while the GPU idles: CPU / tokenizer / network, not the GPU",
     COMPUTE_BOUND: "GPU busy with effective batching: scale out if latency is over the SLO",
@@ -54,9 +58,12 @@ _ROWS = (
     (NODE_FAULT, "✗", "X", "node-fault"),
     (KV_PRESSURE, "▲", "!", "kv-pressure"),
     (STALLED, "■", "#", "stalled"),
+    (OVERLOADED, "»", ">", "overloaded"),
     (CONCURRENCY_CAPPED, "≡", "=", "conc-capped"),
     (HOST_BOUND, "◆", "%", "host-bound"),
     (COMPUTE_BOUND, "●", "*", "compute"),
+    # a pod still loading its model (HTTP 503, not ready): no fault, sorted below every fault
+    (STARTING, "◌", "o", "starting"),
     (UNKNOWN, "?", "?", "unknown"),
     (HEALTHY, "✓", "+", "healthy"),
 )

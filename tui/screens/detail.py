@@ -55,6 +55,10 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
         t.append("  model ")
         t.append(clean(v.model_name, None if full else LABEL_MAX))  # `m`: uncut
     t.append(f"  metrics {v.generation}")
+    node = v.pod.node if v.pod is not None else None
+    if node:  # a sick GPU is the node's: say which one (the drain moves the replica off it)
+        t.append("  node ")
+        t.append(clean(node), style="bold")
     t.append("\n")
     if v.error:
         t.append("last scrape: ", style="bold")

@@ -48,6 +48,7 @@ BRANCH_TEXT = {
     "oom": "OOM-crashing: a sizing failure, fix gpu-memory-utilization first",
     "rollback": "deploy in the burn window: roll it back",
     "mitigate": "steady preemption: mitigate step by step",
+    "scale": "the cap holds admission and KV has no room to raise it: scale out",
     "verify": "mitigations applied: verify recovery",
     "not-kv": "not KV pressure: the preemption-thrash runbook does not apply",
 }
@@ -57,6 +58,7 @@ OTHER_REMEDY = {
     "stalled": (("rollout_restart", "restart the workload (drain first if it still serves)"),
                 ("drain", "drain the wedged replica")),
     "concurrency-capped": (("edit_args", "raise --max-num-seqs (KV has headroom)"), ("scale", "scale out")),
+    "overloaded": (("scale", "scale out (replica count below)"),),
     "compute-bound": (("scale", "scale out if latency is over the SLO"),),
     "node-fault": (("drain", "drain the replica off this node"),),
 }
@@ -157,6 +159,23 @@ SCREEN_ACTION = {  # runbook action id -> the mitigation key's screen action (tu
 }
 
 
+# The runbook's title follows the verdict: the preemption-thrash flow is what kvwatch guides, but
+# a sick GPU or a queue over capacity is not "KV-cache preemption thrash".
+_TITLES = {
+    "kv-pressure": "KV-cache preemption thrash",
+    "node-fault": "GPU node fault: divert (do not tune the server)",
+    "overloaded": "queue over capacity: scale out",
+    "concurrency-capped": "queue held by the concurrency cap",
+    "stalled": "wedged engine",
+    "starting": "pod starting",
+    "down": "replica down",
+}
+
+
+def runbook_title(verdict: str) -> str:
+    return _TITLES.get(verdict, f"KV-cache preemption thrash (verdict now: {verdict})")
+
+
 def _suggest_text(suggest: Mapping[str, str]) -> str:
     return ", ".join(f"{clean(k)}={clean(v)}" for k, v in suggest.items())
 
@@ -183,7 +202,8 @@ def _key_text(t: Text, screen_action: str | None, label_: str, keyinfo: KeyInfo,
     t.append(f" {key} ", style=_style(pal, "accent", "bold reverse"))
     t.append(f" {label_}", style="bold")
     if suggest:
-        t.append(f"  (form pre-filled: {_suggest_text(suggest)})", style="dim")
+        what = "prompt" if screen_action == "scale" else "form"
+        t.append(f"  ({what} pre-filled: {_suggest_text(suggest)})", style="dim")
     t.append("\n")
 
 
@@ -193,8 +213,11 @@ def runbook_text(rb: Runbook, keyinfo: KeyInfo, pal: Mapping[str, str], ascii: b
     not (and the verdict is another one) there is nothing for the verification step to verify."""
     t = Text()
     verdict = rb.finding.verdict
-    idle = not kv_breached and verdict != "kv-pressure"
-    t.append("Guided runbook: KV-cache preemption thrash\n", style="bold underline")
+    idle = not kv_breached and verdict not in ("kv-pressure", "overloaded")
+    t.append(f"Guided runbook: {runbook_title(verdict)}", style="bold underline")
+    if rb.node:
+        t.append(f"  ·  node {clean(rb.node)}", style="bold")
+    t.append("\n")
     t.append("Branch: ", style="bold")
     t.append(BRANCH_TEXT["not-kv" if idle and rb.branch == "verify" else rb.branch])
     cur = rb.step(rb.current)
@@ -278,7 +301,7 @@ def _step_text(t: Text, n: int, s: Step, current: bool, keyinfo: KeyInfo, pal: M
         for d in s.details:
             risky = "(" in d  # ArgChange.line adds "(why)" to the flags the runbook names
             t.append("        " + clean(d) + "\n", style=_style(pal, "error", "bold") if risky else "")
-    elif s.status != "skip":  # a step not taken now keeps its workings (capacity lines) out of the way
+    elif s.status not in ("skip", "done"):  # a step not taken now (or done) keeps its workings out of the way
         for d in s.details:
             t.append("      │ " if not ascii else "      | ", style="dim")
             t.append(clean(d) + "\n", style="dim")

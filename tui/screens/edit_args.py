@@ -189,6 +189,11 @@ class EditArgsScreen(Screen):
 
     def show_state(self, state: FleetState) -> None:  # live replica numbers in the title
         self.query_one("#edit-title", Static).update(self._title())
+        # presets follow the verdict: one that would make it worse is greyed out, with the why
+        for p, _key, _label in PRESET_KEYS:
+            why = self._preset_refusal(p)
+            btn = self.query_one(f"#preset-{p.replace('.', '_')}", Button)
+            btn.disabled, btn.tooltip = bool(why), why
 
     # -- loading ------------------------------------------------------------------------------
     @work(exclusive=True, group="edit-load", exit_on_error=False)
@@ -320,6 +325,10 @@ class EditArgsScreen(Screen):
         if self.cmd is None:
             return
         key = {p: sp for p, sp, _, _ in self._presets()}.get(key, key)
+        why = self._preset_refusal(key)
+        if why:  # presets follow the verdict (tui/core/diagnosis/gmu_policy.py)
+            self.app.notify(clean(why), title=f"preset {key} not offered", severity="warning", timeout=8, markup=False)
+            return
         try:
             values = A.preset(self.cmd, key, self.observed)
         except A.ArgError as e:
@@ -328,6 +337,16 @@ class EditArgsScreen(Screen):
         for name, val in values.items():
             self.query_one("#" + _field_id(name), Input).value = A.format_value(val)
         self._revalidate()
+
+    def _preset_refusal(self, key: str) -> str | None:
+        from tui.core.diagnosis.gmu_policy import preset_refusal
+
+        v = self._view()
+        if v is None:
+            return None
+        pod = v.pod
+        oom = pod is not None and (pod.last_termination_reason == "OOMKilled" or pod.last_exit_code == 137)
+        return preset_refusal(key, v.verdict, oom)
 
     @on(Button.Pressed)
     def _button(self, event: Button.Pressed) -> None:

@@ -1,7 +1,11 @@
-"""Logs of a replica's vLLM container, filtered for KV/memory lines (diagnostics step 4), with
-`p` for the previous (restarted) container and `f` to show every line."""
+"""Logs of a replica's vLLM container, filtered for what signals trouble (diagnostics step 4:
+preemption warnings, CUDA OOM, engine errors, tracebacks; never vLLM's periodic stats line),
+followed live (`space` pauses and resumes), with `p` for the previous (restarted) container and
+`f` to show every line. Long lines wrap under their own indent."""
 
 from __future__ import annotations
+
+import textwrap
 
 from rich.text import Text
 from textual import work
@@ -11,24 +15,38 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from tui.core.cluster.base import LOG_FILTER, Cluster, ClusterError, LogLines
+from tui.core.cluster.base import Cluster, ClusterError, LogLines
+from tui.core.diagnosis.loglines import kind
 from tui.core.textsafe import clean
 from widgets.footer import KvFooter
 
+FOLLOW_EVERY_S = 2.0  # a live tail: re-read the log this often while following
+_STYLE = {"oom": "bold red", "engine-error": "red", "traceback": "red", "preemption": "bold yellow"}
+HANG = 4  # continuation lines of a wrapped line sit this much deeper than the line's own indent
 
-def logs_text(logs: LogLines) -> Text:
+
+def wrap_line(line: str, width: int | None) -> list[str]:
+    """One log line cut to `width` columns, continuation lines under its own indent plus HANG."""
+    if not width or width <= HANG + 8 or len(line) <= width:
+        return [line]
+    lead = line[:len(line) - len(line.lstrip(" "))]
+    return textwrap.wrap(line, width, initial_indent="", subsequent_indent=lead + " " * HANG,
+                         drop_whitespace=True, break_on_hyphens=False, replace_whitespace=False) or [line]
+
+
+def logs_text(logs: LogLines, width: int | None = None) -> Text:
     t = Text()
+    in_tb = False
     for i, line in enumerate(logs.lines):
-        row = Text(clean(line))
-        if logs.filtered:
-            row.highlight_regex(LOG_FILTER, style="bold yellow")
-        if "ERROR" in line or "Error" in line or "OutOfMemory" in line:
-            row.stylize("red")
-        t.append_text(row)
+        safe = clean(line)
+        k = kind(line)
+        in_tb = k == "traceback" or (in_tb and line[:1] in (" ", "\t"))
+        style = _STYLE.get(k or ("traceback" if in_tb else ""), "")
+        t.append("\n".join(wrap_line(safe, width)), style=style)
         if i < len(logs.lines) - 1:
             t.append("\n")
     if not logs.lines:
-        t.append("(no matching lines)" if logs.filtered else "(empty log)", style="dim")
+        t.append("(no trouble lines: f shows every line)" if logs.filtered else "(empty log)", style="dim")
     return t
 
 
@@ -49,6 +67,7 @@ class LogsScreen(Screen):
         self.container = container
         self.previous = previous
         self.filtered = True
+        self.following = True
         self.tail = tail
         self.logs: LogLines | None = None
         self.error: str | None = None
@@ -61,6 +80,17 @@ class LogsScreen(Screen):
 
     def on_mount(self) -> None:
         self.action_reload()
+        self.set_interval(FOLLOW_EVERY_S, self._follow)
+
+    def _follow(self) -> None:
+        if self.following and not self.previous:  # a previous container's log does not grow
+            self._load(follow=True)
+
+    def action_toggle_follow(self) -> None:
+        self.following = not self.following
+        self._title()
+        if self.following:
+            self._load(follow=True)
 
     def action_toggle_previous(self) -> None:
         self.previous = not self.previous
@@ -74,31 +104,49 @@ class LogsScreen(Screen):
         self._title()
         self._load()
 
+    def on_resize(self) -> None:  # re-wrap at the new width
+        if self.logs is not None and not self.error:
+            self.query_one("#logs-text", Static).update(logs_text(self.logs, self._width()))
+
+    def _width(self) -> int | None:
+        w = self.query_one("#logs-body", VerticalScroll).size.width
+        return w - 3 if w > 0 else None  # padding and the scroll bar
+
     def _title(self) -> None:
         what = "previous (restarted) container" if self.previous else "current container"
-        filt = "filtered: kv|cache|cuda|oom|alloc|out of memory|memory" if self.filtered else "all lines"
+        filt = ("trouble: preemption, CUDA/OOM, engine errors, tracebacks (not the stats line)" if self.filtered
+                else "all lines")
         t = Text(f"logs pod/{clean(self.pod)} -n {clean(self.namespace)}", style="bold")
         if self.logs is not None and self.logs.container:
             t.append(f" ({clean(self.logs.container)})")
         t.append(f"  ·  {what}  ·  {filt}", style="")
         if self.logs is not None:
             t.append(f"  ·  {len(self.logs.lines)} of {self.logs.total} lines")
+        if not self.previous:
+            t.append("  ·  following (space: pause)" if self.following else "  ·  PAUSED (space: follow)",
+                     style="" if self.following else "bold reverse")
         self.query_one("#logs-title", Static).update(t)
 
     @work(exclusive=True, group="logs", exit_on_error=False)
-    async def _load(self) -> None:
+    async def _load(self, follow: bool = False) -> None:
+        body_scroll = self.query_one("#logs-body", VerticalScroll)
+        at_end = body_scroll.scroll_y >= body_scroll.max_scroll_y - 1
         try:
-            self.logs = await self.cluster.logs(self.namespace, self.pod, self.container, previous=self.previous,
-                                                tail=self.tail, filtered=self.filtered)
-            self.error = None
+            logs = await self.cluster.logs(self.namespace, self.pod, self.container, previous=self.previous,
+                                           tail=self.tail, filtered=self.filtered)
+            error = None
         except ClusterError as e:
-            self.logs, self.error = None, e.message
+            logs, error = None, e.message
         except Exception as e:  # noqa: BLE001 - an odd log must not take the dashboard down
-            self.logs, self.error = None, f"unexpected error: {type(e).__name__}: {e}"
+            logs, error = None, f"unexpected error: {type(e).__name__}: {e}"
+        if follow and (not self.following or (logs is not None and logs == self.logs)):
+            return  # paused meanwhile, or nothing new: leave the view (and the reader's scroll) alone
+        self.logs, self.error = logs, error
         body = self.query_one("#logs-text", Static)
         if self.error:
             body.update(Text(clean(self.error), style="red"))
         else:
-            body.update(logs_text(self.logs))
+            body.update(logs_text(self.logs, self._width()))
         self._title()
-        self.query_one("#logs-body", VerticalScroll).scroll_end(animate=False)
+        if not follow or at_end:  # following keeps the tail in view unless the reader scrolled up
+            body_scroll.scroll_end(animate=False)

@@ -47,6 +47,18 @@ def live_load(monitor: Any, name: str):
     return load
 
 
+def workload_scale_out(monitor: Any, group: str | None, now: float):
+    """The scale-out arithmetic (core diagnosis.scaleout) over the replicas of workload `group`
+    as the monitor knows them now; None without a group or rates."""
+    from tui.core.diagnosis.scaleout import scale_out
+
+    if not group:
+        return None
+    reps = [(snap.history, r.verdict) for r in monitor.state.replicas
+            if r.group == group and (snap := monitor.replica_snapshot(r.name)) is not None]
+    return scale_out(reps, now, monitor.thresholds) if reps else None
+
+
 class MitigationMixin:
     """Mixed into a Screen (before Screen): FleetScreen, TriageScreen. `selected_view()` says which
     replica the keys act on (the fleet table's highlighted row by default)."""
@@ -174,7 +186,14 @@ class MitigationMixin:
     def open_rollout(self, cluster: Cluster, namespace: str, name: str, kind: str = "Deployment") -> None:
         from .rollout import RolloutScreen
 
-        self.app.push_screen(RolloutScreen(cluster, namespace, name, kind=kind))
+        import time
+
+        from tui.core.cluster.base import ClusterReads
+
+        # the action just applied started this rollout: its elapsed time counts from now, on the
+        # clock of the ReplicaSets' timestamps (the simulated cluster's own; else wall time)
+        started = cluster.now() if type(cluster).now is not ClusterReads.now else time.time()
+        self.app.push_screen(RolloutScreen(cluster, namespace, name, kind=kind, started_at=started))
 
     def action_logs(self) -> None:
         t = self._pod_target()
@@ -242,8 +261,15 @@ class MitigationMixin:
         except Exception as e:  # noqa: BLE001
             self._error("scale", e)
             return
+        # pre-filled with kvwatch's count when the workload's queue persists (the arithmetic is
+        # on the runbook screen); the user still types over it or confirms it
+        so = workload_scale_out(self.app.monitor, v.group, self.app.monitor.state.ts)
+        want = so is not None and so.replicas > info.replicas
+        title = f"scale {kind.lower()}/{name} -n {ns}: replicas (now {info.replicas})"
+        if want:  # the arithmetic is on the runbook screen
+            title += f"; kvwatch suggests {so.replicas}"
         answer = await self.app.push_screen_wait(PromptScreen(
-            f"scale {kind.lower()}/{name} -n {ns}: replicas (now {info.replicas})", placeholder=str(info.replicas)))
+            title, placeholder=str(info.replicas), value=str(so.replicas) if want else ""))
         if answer is None or not answer.strip():
             return
         try:

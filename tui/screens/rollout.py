@@ -48,7 +48,9 @@ def _rs_text(t: Text, label: str, rs: ReplicaSetInfo) -> None:
         t.append("\n")
 
 
-def rollout_text(st: RolloutStatus, target: str) -> Text:
+def rollout_text(st: RolloutStatus, target: str, started_at: float | None = None) -> Text:
+    """`started_at`: when kvwatch started this rollout (cluster clock), e.g. a scale of a
+    ReplicaSet created long ago: the elapsed time counts from the later of the two."""
     t = Text()
     t.append(clean(target) + "  ", style="bold")
     t.append(f" {STATE_LABEL.get(st.state, st.state.upper())} ", style=f"reverse {STATE_STYLE.get(st.state, '')}")
@@ -59,7 +61,11 @@ def rollout_text(st: RolloutStatus, target: str) -> Text:
     t.append(f"   desired {st.desired}  updated {st.updated}  ready {st.ready}  available {st.available}  "
              f"pods {st.current}")
     if st.elapsed_s is not None:
-        t.append(f"   elapsed {ago(st.elapsed_s)}")
+        elapsed = st.elapsed_s
+        created = st.new_rs.created if st.new_rs is not None else None
+        if started_at is not None and created is not None and started_at > created:
+            elapsed = max(0.0, st.elapsed_s - (started_at - created))  # the rollout's own start
+        t.append(f"   elapsed {ago(elapsed)}")
     t.append("\n")
     for c in st.conditions:
         ok = c.status == "True"
@@ -89,8 +95,9 @@ class RolloutScreen(Screen):
     """
 
     def __init__(self, cluster: Cluster, namespace: str, name: str, *, kind: str = "Deployment",
-                 interval: float = 1.0) -> None:
+                 interval: float = 1.0, started_at: float | None = None) -> None:
         super().__init__()
+        self.started_at = started_at  # when kvwatch started it (cluster clock); None: the new RS's age
         self.cluster = cluster
         self.namespace = namespace
         self.name_ = name
@@ -137,7 +144,7 @@ class RolloutScreen(Screen):
 
     def _draw(self) -> None:
         if self.status is not None:
-            t = rollout_text(self.status, f"rollout {self.target}")
+            t = rollout_text(self.status, f"rollout {self.target}", self.started_at)
         else:
             t = Text(f"rollout {clean(self.target)}\n", style="bold")
         if self.error:

@@ -34,7 +34,7 @@ from tui.core.textsafe import clean
 from widgets.format import ago, asciify
 
 from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
-from .mitigation import MitigationMixin
+from .mitigation import MitigationMixin, workload_scale_out
 
 MODES = ("triage", "runbook", "capacity")
 MODE_TITLE = {"triage": "triage", "runbook": "runbook", "capacity": "capacity"}
@@ -43,16 +43,24 @@ ARM_S = 5.0  # a discouraged edit needs the key twice within this many seconds
 
 
 def kv_breached(h, now: float, t) -> bool:
-    """KV at the ceiling or a preemption anywhere in the retained history up to `now`: there is
-    a KV-pressure episode for the runbook's verification to track."""
-    prev = None
+    """KV at the ceiling, a preemption, or a queue held for `queue_points` scrapes anywhere in the
+    retained history up to `now`: there is an episode for the runbook's verification to track."""
+    prev = gen_prev = None
+    queued = 0
     for s in h.scrapes:
         if s.ts > now:
             break
         kv, pre = s.sample.value("kv_usage"), s.sample.value("preemptions")
         if (kv is not None and kv >= t.kv_high) or (pre is not None and prev is not None and pre > prev):
             return True
+        # a queue on an engine that works through it (a wedged one's queue is no capacity episode)
+        w, gen = s.sample.value("waiting"), s.sample.value("generation_tokens")
+        moving = gen is not None and gen_prev is not None and gen > gen_prev
+        queued = queued + 1 if w is not None and w >= t.waiting_min and moving else 0
+        if queued >= t.queue_points:
+            return True
         prev = pre if pre is not None else prev
+        gen_prev = gen if gen is not None else gen_prev
     return False
 
 
@@ -181,7 +189,8 @@ class TriageScreen(MitigationMixin, Screen):
         if self.mode == "capacity":
             return capacity_text(self.plan, pal, self.keyinfo, self.app.ascii)
         self.book = runbook(h, now, t, finding=view.finding, rollouts=f.rollouts, applied=f.applied,
-                            capacity=self.plan, logs=f.logs, args=f.args)
+                            capacity=self.plan, logs=f.logs, args=f.args,
+                            scale=workload_scale_out(self.app.monitor, view.group, now))
         return runbook_text(self.book, self.keyinfo, pal, self.app.ascii, kv_breached(h, now, t))
 
     def _capacity(self, h) -> CapacityPlan:

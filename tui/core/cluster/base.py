@@ -22,6 +22,7 @@ import time
 from abc import ABC, abstractmethod
 from typing import Any, AsyncIterator, Awaitable
 
+from ..diagnosis.loglines import trouble_lines
 from ..model import PodInfo
 from . import drain as _drain
 from .audit import AuditLog
@@ -95,10 +96,11 @@ class ClusterReads(ABC):
         filtered: bool = True,
     ) -> LogLines:
         """The pod's last `tail` log lines (its restarted container's with `previous`), made safe
-        for a terminal; with `filtered`, only the KV-cache, CUDA and memory lines."""
+        for a terminal; with `filtered`, only the lines that signal trouble (diagnosis.loglines:
+        preemption warnings, CUDA OOM, engine errors, tracebacks; not vLLM's periodic stats line)."""
         container, raw = await self._log_lines(namespace, pod, container, previous, tail)
         lines = [sanitize(ln) for ln in raw]
-        kept = [ln for ln in lines if LOG_FILTER.search(ln)] if filtered else lines
+        kept = trouble_lines(lines) if filtered else lines
         return LogLines(pod, container, previous, tuple(kept), len(lines), filtered)
 
     @abstractmethod

@@ -12,7 +12,9 @@ Order of the rules (first match wins), most specific first:
   compute-bound       GPU busy, batching effective, no KV pressure (with a queue at the cap
                       only when the GPU is saturated: raising the cap cannot help then)
   concurrency-capped  queue held with KV headroom, nothing preempted, running pinned at a cap
-  healthy             none of the above
+  overloaded          a queue that persists with no room to raise the cap (or no cap holding
+                      it): arrivals exceed what the replica completes, scale out
+  healthy             none of the above (never with a queue that persists)
 
 A per-scrape classification feeds a small state machine (see `_Tracker`): a new verdict must
 hold `sustain_points` scrapes in a row before it replaces the current one (one scrape for
@@ -41,6 +43,7 @@ from ..history import ReplicaHistory
 from .. import verdicts as V
 from ..model import DOWN, Evidence, Finding, GpuSample
 from .signals import Point, make_point
+from .starting import starting
 from .thresholds import Thresholds
 
 SUMMARY = V.SUMMARY  # the one-line advice per verdict, from the registry
@@ -272,19 +275,37 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
                                f"no GPU util: KV usage {_fmt(p.kv)} {'<' if idle_fallback else '>='} "
                                f"{_fmt(t.kv_low)} stands in for an idle engine"))
 
+    # -- queue vs room to raise the cap -----------------------------------------------------------
+    # The peak over a few scrapes, not the last sample: KV swings with the batch, the remedy
+    # (raise the cap vs scale out) should not.
+    room_thr = {V.CONCURRENCY_CAPPED: t.kv_clear, V.OVERLOADED: t.kv_low}.get(prev, t.kv_room)
+    if p.kv_peak is not None:
+        e_room = c.add("room", cmp("kv_peak", f"peak KV over {t.room_points} scrapes", p.kv_peak, "<", room_thr,
+                                   note="room to raise the cap"))
+        kv_room = e_room.crossed
+    else:
+        kv_room = False
+    need_run = 1 if prev in (V.OVERLOADED, V.KV_PRESSURE) else t.queue_points
+    held_queue = cap_wait and p.queue_run >= need_run
+    c.add("queue", Evidence("queue_run", p.queue_run, need_run, ">=", held_queue,
+                            f"queue held for {p.queue_run} scrape(s)" + ("" if held_queue else
+                                                                         f" (persists at {need_run})")))
+
     # -- decide --------------------------------------------------------------------------------
     calm = not kv_high and not preempting and not swapping
     if fault:
         v = V.NODE_FAULT
     elif stalled_tokens or stalled_deferred:
         v = V.STALLED
-    elif kv_high and (preempting or recently or swapping
-                      or (cap_wait and p.queue_run >= (1 if in_kv else t.queue_points))):
+    elif kv_high and (preempting or recently or swapping or (held_queue and not at_cap)):
+        # a queue with KV full is KV pressure only while the cap is not what holds admission:
+        # running pinned at max-num-seqs with nothing preempted is the cap's queue
         v = V.KV_PRESSURE
     elif calm and cpu_sat and (util_low or idle_fallback):
         v = V.HOST_BOUND
     else:
-        capped = calm and cap_wait and at_cap and p.queue_run >= (1 if prev == V.CONCURRENCY_CAPPED else 2)
+        capped = (calm and cap_wait and at_cap and kv_room
+                  and p.queue_run >= (1 if prev == V.CONCURRENCY_CAPPED else 2))
         compute = calm and util_high and busy and (batch is None or batch_ok)
         # With a queue at the cap, the GPU is the limit only when saturated (raising the cap
         # cannot help then); below that, the cap is what holds the queue.
@@ -293,6 +314,8 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
             v = V.COMPUTE_BOUND
         elif capped:
             v = V.CONCURRENCY_CAPPED
+        elif held_queue:
+            v = V.OVERLOADED  # a queue that persists is never healthy
         else:
             v = V.HEALTHY
     return v, c
@@ -303,7 +326,8 @@ _ORDER = {
     V.STALLED: ("progress", "wdef", "waiting", "pinned", "kv"),
     V.KV_PRESSURE: ("kv", "preempt", "preempt_recent", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
     V.HOST_BOUND: ("cpu", "util", "idle", "gpu", "kv", "waiting", "batch"),
-    V.CONCURRENCY_CAPPED: ("wcap", "waiting", "pinned", "kv", "preempt", "util"),
+    V.CONCURRENCY_CAPPED: ("wcap", "waiting", "pinned", "room", "kv", "preempt", "util"),
+    V.OVERLOADED: ("wcap", "waiting", "queue", "pinned", "room", "kv", "preempt", "util"),
     V.COMPUTE_BOUND: ("util_high", "batch", "kv", "preempt", "gpu_mem"),
     V.HEALTHY: ("kv", "preempt", "waiting", "wcap", "util", "cpu"),
 }
@@ -324,15 +348,19 @@ def evidence_for(verdict: str, p: Point, t: Thresholds) -> tuple[list[Evidence],
 def _ordered(v: str, c: _Checks) -> list[Evidence]:
     if v == V.NODE_FAULT:
         return c.ordered(tuple(k for k in c.ev if k.startswith("fault")))
-    drop = "util" if v == V.COMPUTE_BOUND else "util_high"
-    return [e for e in c.ordered(_ORDER.get(v, ())) if e is not c.ev.get(drop)]
+    first = _ORDER.get(v, ())
+    # the queue's persistence and the room to raise the cap are the case of the two queue
+    # verdicts only; elsewhere they are noise
+    drop = {"util" if v == V.COMPUTE_BOUND else "util_high"} | ({"room", "queue"} - set(first))
+    dropped = [c.ev[k] for k in drop if k in c.ev]
+    return [e for e in c.ordered(first) if not any(e is d for d in dropped)]
 
 
 # -- hysteresis state machine ------------------------------------------------------------------
 
-# Verdicts whose conditions already demand persistence (a stall or a queue over two scrapes,
+# Verdicts whose conditions already demand persistence (a stall or a queue over several scrapes,
 # running pinned, two preemptions): they need no further sustain. node-fault is a hard signal.
-_FAST = frozenset({V.NODE_FAULT, V.STALLED, V.CONCURRENCY_CAPPED, V.KV_PRESSURE})
+_FAST = frozenset({V.NODE_FAULT, V.STALLED, V.CONCURRENCY_CAPPED, V.KV_PRESSURE, V.OVERLOADED})
 _TAIL = 8  # points kept for short-window signals
 
 
@@ -449,6 +477,9 @@ def _replay(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
 def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Finding:
     """Verdict from history up to `now` only (no look-ahead)."""
     t = t or Thresholds()
+    start = starting(h, now, t)
+    if start is not None:
+        return start
     if h.state(now) == DOWN:
         err = h.last_error.error if h.last_error is not None else "no successful scrape yet"
         since = h.first_error_ts

@@ -21,12 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..history import ReplicaHistory
-from ..model import Evidence, Finding
+from ..model import AtLeast, Evidence, Finding, seconds_text
 from ..textsafe import clean
+from .. import verdicts as V
 from .capacity import CapacityPlan
 from .rules import diagnose, info, missing, node_fault_evidence
+from . import gmu_policy
+from .scaleout import ScaleOut
 from .thresholds import Thresholds
-from .triage import _LOG_HARD, hist_between
+from .loglines import kind as log_kind
+from .triage import hist_between
 
 # Flags whose change in a rollout can cause KV pressure, and in which direction.
 RISKY = {
@@ -150,10 +154,11 @@ class Runbook:
     finding: Finding
     steps: tuple[Step, ...]
     current: str  # id of the step to act on now
-    branch: str  # divert / oom / rollback / mitigate / verify / not-kv
+    branch: str  # divert / oom / rollback / mitigate / scale / verify / not-kv
     verification: Verification
     tuning_discouraged: bool
     incident_start: float | None
+    node: str | None = None  # the pod's node (from the cluster), named wherever the GPU is at issue
 
     def step(self, sid: str) -> Step | None:
         return next((s for s in self.steps if s.id == sid), None)
@@ -162,6 +167,7 @@ class Runbook:
         v = self.verification
         return {
             "replica": self.replica, "ts": self.ts, "verdict": self.finding.verdict, "current": self.current,
+            "node": self.node,
             "branch": self.branch, "tuning_discouraged": self.tuning_discouraged,
             "incident_start": self.incident_start, "steps": [s.as_dict() for s in self.steps],
             "verification": {"met": v.met, "confirmed": v.confirmed, "since": v.since,
@@ -230,9 +236,9 @@ def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float |
             crit.append(Criterion(name, f"{label} back", None,
                                   f"{label}: {'no pre-incident baseline' if pb is None else 'no requests lately'}"))
             continue
-        ok = pc <= pb * t.latency_recovered_ratio
+        ok = pc <= pb * t.latency_recovered_ratio and not isinstance(pc, AtLeast)
         crit.append(Criterion(name, f"{label} back", ok,
-                              f"{label} p95 {pc:.3g} s vs {pb:.3g} s before the incident "
+                              f"{label} p95 {seconds_text(pc)} vs {seconds_text(pb)} before the incident "
                               f"({'within' if ok else 'above'} {t.latency_recovered_ratio:g}x)"))
     pod = h.last_ok.pod if h.last_ok is not None else None
     if pod is not None:
@@ -288,18 +294,20 @@ def runbook(
     logs: Sequence[str] | None = None,
     args: Mapping[str, Any] | None = None,
     incident_start: float | None = None,
+    scale: ScaleOut | None = None,
 ) -> Runbook:
     """The guided runbook for one replica at `now`.
 
     rollouts: the workload's revisions (None = unknown); applied: action id -> when it was done;
     args: the engine args the replica runs with now (canonical names), for pre-filled edits;
-    incident_start: when the pressure began (default: the kv-pressure finding's `since`).
+    incident_start: when the pressure began (default: the kv-pressure finding's `since`);
+    scale: the workload's scale-out arithmetic (scaleout.scale_out), for the scale step.
     """
     t = t or Thresholds()
     finding = finding or diagnose(h, now, t)
     applied = dict(applied or {})
     if incident_start is None:
-        incident_start = finding.since if finding.verdict == "kv-pressure" else None
+        incident_start = finding.since if finding.verdict in (V.KV_PRESSURE, V.OVERLOADED) else None
     steps: list[Step] = []
     branch = ""
 
@@ -314,9 +322,14 @@ def runbook(
     # 1. node healthy?
     gpu = h.last_ok.gpu if h.last_ok is not None else None
     fault = node_fault_evidence(gpu, t)
+    pod = h.last_ok.pod if h.last_ok is not None else None
+    if h.last_error is not None and h.last_error.pod is not None:
+        pod = h.last_error.pod
+    node = clean(pod.node) if pod is not None and pod.node else None
+    on_node = f" on node {node}" if node else ""
     if fault:
         steps.append(Step("node", "Node healthy?", "no",
-                          "GPU unhealthy: divert to the thermal / GPU-fault runbook; do not tune the server",
+                          f"GPU unhealthy{on_node}: divert to the thermal / GPU-fault runbook; do not tune the server",
                           "drain", "drain the replica off this node", evidence=tuple(fault)))
         branch = "divert"
     elif gpu is None:
@@ -329,14 +342,11 @@ def runbook(
     discouraged = bool(fault)
 
     # 2. OOM-crashing?
-    pod = h.last_ok.pod if h.last_ok is not None else None
-    if h.last_error is not None and h.last_error.pod is not None:
-        pod = h.last_error.pod
-    log_oom = [clean(line)[:300] for line in (logs or ()) if _LOG_HARD.search(line)]
+    log_oom = [clean(line)[:300] for line in (logs or ()) if log_kind(line) == "oom"]
     oom = pod is not None and (pod.last_termination_reason == "OOMKilled" or pod.last_exit_code == 137)
     gmu = _current_value(h, "gpu-memory-utilization", args)
     if oom or log_oom:
-        lower = 0.7 if gmu is None or gmu > 0.7 else max(0.5, round(gmu - 0.1, 2))
+        lower = gmu_policy.lower_for_oom(gmu, t)
         ev = []
         if pod is not None:
             ev.append(info("last_termination", pod.last_termination_reason,
@@ -351,7 +361,8 @@ def runbook(
         steps.append(Step("oom", "Replica OOM-crashing?", "unknown", "no pod status or logs to tell",
                           evidence=(missing("pod", "pod status / logs not available"),)))
     else:
-        steps.append(Step("oom", "Replica OOM-crashing?", "no", "no OOM kill or CUDA OOM: steady preemption"))
+        steps.append(Step("oom", "Replica OOM-crashing?", "no", "no OOM kill or CUDA OOM"
+                          + (": steady preemption" if finding.verdict == V.KV_PRESSURE else "")))
 
     # 3. deploy in the burn window?
     ref = incident_start if incident_start is not None else now
@@ -401,19 +412,41 @@ def runbook(
                       "edit:max_num_seqs", "edit max-num-seqs", discouraged, details=cap_lines, suggest=cap_suggest))
     still_after_cap = d_cap is not None and now - d_cap >= settle and pressured
     head_suggest = {"enable-prefix-caching": "true", "enable-chunked-prefill": "true"}
-    if gmu is not None:
-        head_suggest["gpu-memory-utilization"] = f"{min(0.95, round(gmu + 0.05, 2)):g}"
+    mml = _current_value(h, "max-model-len", args)
+    long_ctx = mml is not None and mml >= t.long_context_tokens
+    raised = gmu_policy.raise_to(gmu, t, long_ctx)
+    at_ceiling = gmu is not None and raised is None
+    if raised is not None:
+        head_suggest["gpu-memory-utilization"] = f"{raised:g}"
+    top = gmu_policy.ceiling(t, long_ctx)
+    ceiling_note = (f"; gpu-memory-utilization {gmu:g} is {'at' if abs(gmu - top) < 1e-9 else 'above'} the policy "
+                    f"ceiling {top:g} (prevention.md): no raise, scale out next") if at_ceiling else ""
     steps.append(Step("headroom", "Add KV headroom: raise gpu-memory-utilization, prefix cache, chunked prefill",
                       "done" if d_head else ("todo" if still_after_cap else ("wait" if d_cap and pressured else "skip")),
                       "headroom added" if d_head else (
                           "still pressured after the cap: grow KV supply" if still_after_cap
-                          else "after the cap, if still pressured"),
+                          else "after the cap, if still pressured") + ceiling_note,
                       "edit:gpu_memory_utilization", "edit KV headroom", discouraged, suggest=head_suggest))
     still_after_head = d_head is not None and now - d_head >= settle and pressured
-    steps.append(Step("scale", "Scale replicas out", "done" if d_scale else ("todo" if still_after_head else "skip"),
-                      "scaled out" if d_scale else ("demand capped and supply maxed, still pressured: add replicas"
-                                                    if still_after_head else "last resort, after headroom"),
-                      "scale", "scale out", discouraged=False))
+    # A queue that persists with no room to raise the cap (typically right after the cap step:
+    # preemptions gone, the cap now holds admission) is the runbook's "still pressured": scale out.
+    overloaded = finding.verdict == V.OVERLOADED
+    scale_now = (still_after_head or overloaded) and not d_scale
+    scale_label = f"scale out to {scale.replicas}" if scale is not None and scale_now else "scale out"
+    if d_scale:
+        scale_answer = "scaled out"
+    elif overloaded:
+        scale_answer = ("the cap holds admission and KV has no room to raise it: the queue persists, "
+                        + (f"scale out to {scale.replicas} replicas (now {scale.replicas_now})"
+                           if scale is not None else "add replicas (arrival rate not measured yet)"))
+    elif still_after_head:
+        scale_answer = "demand capped and supply maxed, still pressured: add replicas"
+    else:
+        scale_answer = "last resort, after headroom"
+    steps.append(Step("scale", "Scale replicas out", "done" if d_scale else ("todo" if scale_now else "skip"),
+                      scale_answer, "scale", scale_label, discouraged=False,
+                      details=scale.lines if scale is not None else (),
+                      suggest=scale.suggest if scale is not None else {}))
 
     # 8. verify
     ver = verify(h, now, t, incident_start if incident_start is not None else _last_pressure(h, now, t))
@@ -424,6 +457,8 @@ def runbook(
 
     if branch:
         current = {"divert": "node", "oom": "oom", "rollback": "deploy"}[branch]
+    elif overloaded and not d_scale:
+        branch, current = "scale", "scale"
     elif pressured:
         branch = "mitigate"
         current = next((s.id for s in steps if s.id in ("drain", "cap", "headroom", "scale") and s.status == "todo"),
@@ -432,7 +467,7 @@ def runbook(
         branch, current = "verify", "verify"
     else:
         branch, current = "not-kv", "verify"
-    return Runbook(h.name, now, finding, tuple(steps), current, branch, ver, discouraged, incident_start)
+    return Runbook(h.name, now, finding, tuple(steps), current, branch, ver, discouraged, incident_start, node)
 
 
 def _last_pressure(h: ReplicaHistory, now: float, t: Thresholds) -> float | None:

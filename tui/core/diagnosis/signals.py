@@ -20,6 +20,7 @@ _PROGRESS = ("generation_tokens", "prompt_tokens")
 class Point:
     ts: float
     kv: float | None
+    kv_peak: float | None  # highest KV usage over the last `room_points` scrapes (this one included)
     waiting: float | None
     wcap: float | None  # waiting for capacity (newest V1 only)
     wdef: float | None  # waiting deferred (LoRA budget, KV transfer...)
@@ -120,9 +121,12 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
     runs = [p.running for p in _last(tail, t.pinned_points - 1)]
     runs.append(running)
     known_runs = [r for r in runs if r is not None]
+    kvs = [p.kv for p in _last(tail, t.room_points - 1) if p.kv is not None]
+    kv = v("kv_usage")
     return Point(
         ts=scrape.ts,
-        kv=v("kv_usage"),
+        kv=kv,
+        kv_peak=max([*kvs, kv]) if kv is not None else None,
         waiting=waiting,
         wcap=wcap,
         wdef=wdef,

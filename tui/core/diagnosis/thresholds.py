@@ -22,6 +22,11 @@ class Thresholds:
     waiting_min: float = 1.0  # requests waiting that count as a queue
     queue_points: int = 3  # scrapes a queue must persist to count without preemptions (KV full)
     kv_low: float = 0.60  # below this KV has clear headroom (concurrency-capped remedy: raise cap)
+    kv_room: float = 0.75  # peak KV below this leaves room to raise the cap (~15 % more sequences
+    # stay under kv_high): concurrency-capped; above it a held queue is `overloaded` (scale out).
+    # A concurrency-capped replica keeps its verdict while the peak stays below kv_clear; an
+    # overloaded one becomes concurrency-capped only below kv_low (the remedy must not flip).
+    room_points: int = 6  # scrapes the KV peak is taken over (long prompts swing KV at a cap)
     # -- GPU (runbook numbers; GPU memory is necessary evidence, never decisive) -----------------
     gpu_mem_high_pct: float = 85.0  # runbook: GPU memory > 85-90%
     gpu_util_low_pct: float = 60.0  # runbook: utilisation < 60% while traffic is present
@@ -47,6 +52,7 @@ class Thresholds:
     stall_points: int = 2  # consecutive scrape intervals with no engine progress while busy
     deferred_share: float = 0.5  # waiting counts as "dominated by deferred" at/above this share
     # -- time / hysteresis ---------------------------------------------------------------------
+    start_timeout_s: float = 600.0  # a pod loading (HTTP 503 / not ready) longer than this is down
     min_points: int = 2  # successful scrapes needed before any verdict but down/unknown
     sustain_points: int = 2  # scrapes a new verdict must hold before it replaces the current one
     recent_points: int = 3  # scrape intervals a kv-pressure replica must be preemption-free to leave
@@ -57,6 +63,13 @@ class Thresholds:
     burn_window_s: float = 3600.0  # a rollout this long before the incident is suspect
     capacity_headroom: float = 0.10  # KV share kept free when sizing max-num-seqs
     long_context_tokens: int = 32768  # max-model-len at/above this is "long context" (audit)
+    # -- fleet alarm (queue / latency vs each replica's own baseline) -----------------------------
+    alarm_ratio: float = 5.0  # this many times the baseline raises the alarm
+    alarm_queue_min: float = 50.0  # ... and at least this many waiting
+    alarm_queue_clear: float = 10.0  # cleared below this (and 2x the baseline)
+    alarm_latency_min_s: float = 2.0  # ... and TTFT p95 at least this
+    alarm_points: int = 2  # scrapes over (under) the marks to raise (clear) it
+    alarm_baseline_points: int = 3  # calm scrapes a baseline is learnt from
     audit_gpu_mem_util: float = 0.70  # prevention.md: gpu-memory-utilization <= 0.7
     audit_gpu_mem_util_long: float = 0.60  # <= 0.6 for long-context or bursty workloads
 

@@ -15,22 +15,14 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import verdicts as V
 from ..history import ReplicaHistory
-from ..model import Evidence, Finding, Histogram, Scrape
+from ..model import Evidence, Finding, Histogram, Scrape, seconds_text
 from ..textsafe import clean
+from . import loglines
 from .rules import cmp, diagnose, info, missing
 from .thresholds import Thresholds
 
 OK, WARN, BAD, MISSING = "ok", "warn", "bad", "missing"
 
-# diagnostics.md step 4: allocation failures (hard), KV warnings and preemption lines (pressure)
-_LOG_HARD = re.compile(
-    r"cuda out of memory|outofmemoryerror|out of memory|failed to allocate|cannot allocate|"
-    r"no available memory for the cache blocks|cuda error: out of memory|killed worker|worker.*died",
-    re.I)
-_LOG_PRESSURE = re.compile(
-    r"is preempted by|preemption|preempted|not enough kv cache|insufficient (?:kv|memory|blocks)|"
-    r"kv cache (?:is )?full|running out of (?:kv|blocks)",
-    re.I)
 _LOG_KV_SIZE = re.compile(
     r"GPU KV cache size: ([\d,]+) tokens|# GPU blocks: (\d+)|Maximum concurrency for ([\d,]+) tokens per "
     r"request: ([\d.]+)x",
@@ -98,14 +90,13 @@ def _get(obj: Any, key: str, default=None):
 
 def hist_between(h: ReplicaHistory, name: str, start: float, end: float) -> Histogram | None:
     """Observations of histogram `name` between the scrapes nearest `start` and `end`."""
-    scr = [s for s in h.scrapes if start <= s.ts <= end]
+    # the history thins old scrapes' histograms (one kept a minute): use the nearest that kept it
+    scr = [s for s in h.scrapes if start <= s.ts <= end and s.sample.hist(name) is not None]
     if not scr:
         return None
     newest = scr[-1].sample.hist(name)
-    if newest is None:
-        return None
     # the scrape just before the window is the baseline of the delta, when there is one
-    before = [s for s in h.scrapes if s.ts < start]
+    before = [s for s in h.scrapes if s.ts < start and s.sample.hist(name) is not None]
     base = (before[-1] if before else scr[0]).sample.hist(name)
     d = newest.minus(base) if base is not None and base is not newest else newest
     return d if d.count > 0 else None
@@ -176,9 +167,10 @@ def _logs(lines: Sequence[str] | None) -> tuple[TriageItem, bool]:
     hard, soft, sizes = [], [], []
     for line in lines:
         text = clean(line)[:300]
-        if _LOG_HARD.search(line):
+        k = loglines.kind(line)  # vLLM's periodic stats line is no warning (loglines.py)
+        if k == "oom":
             hard.append(text)
-        elif _LOG_PRESSURE.search(line):
+        elif k == "preemption":
             soft.append(text)
         if _LOG_KV_SIZE.search(line):
             sizes.append(text)
@@ -324,7 +316,7 @@ def _batch(h: ReplicaHistory, finding: Finding, t: Thresholds, window_s: float, 
         if p_now is not None and p_base:
             r = p_now / p_base
             ev.append(Evidence(f"{name}_p95_ratio", r, t.latency_recovered_ratio, ">=", r >= t.latency_recovered_ratio,
-                               f"{label} p95 {p_now:.3g} s now vs {p_base:.3g} s baseline ({r:.1f}x)"))
+                               f"{label} p95 {seconds_text(p_now)} now vs {seconds_text(p_base)} baseline ({r:.1f}x)"))
     collapsed = m.batch_p95 is not None and m.batch_p95 <= t.batch_collapse and traffic
     pressured = finding.verdict == V.KV_PRESSURE
     if pressured and collapsed:

@@ -130,6 +130,14 @@ def to_sample(page: Page) -> Sample:
             else:
                 ev[canon] = v
 
+    # requests clients abandoned (finished_reason="abort"): the scale-out arithmetic counts them
+    # as demand, not as served capacity
+    for labels, v in _engine_rows(page, names.REQUESTS_SUCCESS):
+        if labels.get("finished_reason") != "abort" or v != v:
+            continue
+        ev = values.setdefault(labels.get("engine", ""), {})
+        ev["requests_aborted"] = ev.get("requests_aborted", 0.0) + v
+
     for labels, v in _engine_rows(page, names.WAITING_BY_REASON):
         reason = labels.get("reason")
         if reason not in ("capacity", "deferred") or v != v:

@@ -24,6 +24,9 @@ SCALARS: dict[str, tuple[str, ...]] = {
     "engine_healthy": ("vllm:engine_healthy",),
 }
 
+# the finished-requests counter, read again for its finished_reason="abort" rows ("requests_aborted")
+REQUESTS_SUCCESS = "vllm:request_success_total"
+
 # waiting split by reason (newest V1): label reason=capacity|deferred
 WAITING_BY_REASON = "vllm:num_requests_waiting_by_reason"
 

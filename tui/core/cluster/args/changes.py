@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from . import sglang_rules
+from ...diagnosis import gmu_policy
+from ...diagnosis.thresholds import Thresholds
 from .parse import VllmCommand
 from .values import ArgError, check_range, coerce
 
@@ -118,8 +120,8 @@ def preset(cmd: VllmCommand, key: str, observed: Mapping[str, Any] | None = None
             raise ArgError("current --max-num-seqs is unknown; type a value instead")
         factor = 0.75 if key == "seqs-25" else 0.5
         return {"max-num-seqs": max(1, int(seqs * factor))}
-    if key in ("gmu-0.7", "gmu-0.6"):
-        return {"gpu-memory-utilization": float(key.split("-")[1])}
+    if key in gmu_policy.LOWER_PRESETS:  # the emergency steps of the one policy
+        return {"gpu-memory-utilization": gmu_policy.preset_value(key, Thresholds())}
     batched = eff_before(cmd, "max-num-batched-tokens", observed)
     if not isinstance(batched, int):
         raise ArgError("current --max-num-batched-tokens is unknown; type a value instead")

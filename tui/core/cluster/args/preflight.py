@@ -128,11 +128,27 @@ def kv_preflight(
                 msgs.append("less than 2 full-length sequences fit: long prompts will preempt each other")
     else:
         msgs.append(f"KV pool ~{int(cap_new)} tokens; max-model-len comes from the model config, fit not checked")
+    if 0 < cap_new < cap * (1 - 1e-6):
+        # kvwatch says it loudly, whatever the verdict: a smaller pool is the opposite of what KV
+        # pressure needs (lowering gpu-memory-utilization is for CUDA OOM; see diagnosis.gmu_policy)
+        status = "warn" if status == "ok" else status
+        msgs.insert(0, _shrink_line(cap, cap_new, cmd, changes, mml_new))
     seqs = changes.get("max-num-seqs")
     if seqs and cap_new > 0 and cap_new / seqs < 16:
         status = "warn" if status == "ok" else status
         msgs.append(f"{seqs} sequences share ~{int(cap_new)} KV tokens ({cap_new / seqs:.0f} each): expect preemptions")
     return Preflight(status, tuple(msgs), int(cap), int(cap_new))
+
+
+def _shrink_line(cap: float, cap_new: float, cmd: VllmCommand, changes: Mapping[str, Any], mml: Any) -> str:
+    """The loud line of a change that shrinks the KV pool: before -> after and what still fits."""
+    line = f"KV POOL SHRINKS {int(cap):,} -> {int(cap_new):,} tokens ({(cap_new - cap) / cap:+.0%})"
+    if isinstance(mml, int) and mml > 0:
+        line += f": full-length ({mml}) sequences fit: {cap / mml:.1f} -> {cap_new / mml:.1f}"
+    seqs = changes.get("max-num-seqs", eff_before(cmd, "max-num-seqs"))
+    if isinstance(seqs, int) and seqs > 0:
+        line += f"; at max-num-seqs {seqs} each sequence gets ~{int(cap_new / seqs):,} tokens (was {int(cap / seqs):,})"
+    return line + ": worse preemption under KV pressure"
 
 
 def observed_from_cache_config(cache_config: Mapping[str, Any], max_num_seqs: float | None = None) -> dict[str, Any]:

@@ -44,6 +44,7 @@ class SimApply(SimState):
                 if d.desired != plan.data["from"]:
                     return ActionResult(False, f"refused: {t} changed since it was read (replicas are now {d.desired}); nothing was overwritten", 422, {"kind": "conflict"})
                 d.desired = plan.data["to"]
+                d.scaled_at = self.now()
                 d.rv += 1
                 self._event("Normal", "ScalingReplicaSet", f"Deployment/{d.name}", f"Scaled to {d.desired}")
                 self.sync()

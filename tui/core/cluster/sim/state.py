@@ -51,6 +51,7 @@ class SimDeployment:
     annotations: dict[str, str] = field(default_factory=dict)
     uid: str = ""
     sglang: bool = False  # its pods run SGLang (flags, container and metric names)
+    scaled_at: float = 0.0  # the last scale: like the Deployment controller, it restarts the progress clock
 
     @property
     def current(self) -> SimRevision:
@@ -293,7 +294,7 @@ class SimState(Cluster):
         ready = sum(1 for n in pods if st[n].state == "ready")
         updated = sum(1 for n in pods if self._pod_key.get(n) == d.current.key)
         complete = updated == d.desired and len(pods) == d.desired and ready == d.desired
-        elapsed = self.now() - d.current.started
+        elapsed = self.now() - max(d.current.started, d.scaled_at)
         if complete:
             prog = Condition("Progressing", "True", "NewReplicaSetAvailable", "the new revision has successfully progressed")
         elif elapsed > PROGRESS_DEADLINE_S:

@@ -332,6 +332,22 @@ async def test_a_monitor_marks_an_unanswered_replica_stale_with_its_age():
     assert {r.name: r.state for r in (await mon.refresh()).replicas} == {"a": "ok", "b": "ok"}
 
 
+async def test_the_first_scrape_runs_in_a_thread_before_the_screen_exists(servers):
+    """Issue 14 start-up: launch starts the first --url scrape while the TUI imports; its
+    scrapes come back through take(), from a client of its own (the source's stays unopened)."""
+    from tui.launch import first_scrape
+
+    src = DirectSource([Target("good", servers.url("/good/metrics")), Target("error", servers.url("/500"))],
+                       timeout=2.0)
+    take = first_scrape(src)
+    assert take is not None
+    got = by_name(await asyncio.to_thread(take, 5.0))
+    assert got["good"].ok and got["good"].sample.value("running") == 3.0
+    assert got["error"].error == "HTTP 500"
+    assert src._clients == {} and src.polled_at is None  # the source itself is untouched
+    assert first_scrape(DirectSource([])) is None
+
+
 def test_duplicate_target_names_are_rejected():
     with pytest.raises(ValueError, match="two targets named"):
         DirectSource([Target("x", "http://127.0.0.1:1"), Target("x", "http://127.0.0.1:2")])

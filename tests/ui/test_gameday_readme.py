@@ -89,7 +89,7 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         await pilot.pause()
         assert form.query_one("#f-max-num-seqs", Input).value == "32"
         # confirm the diff, watch the rollout
-        await pilot.press("ctrl+s")
+        await pilot.press("f8")  # review & apply
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert dialog.plan.preflight.status == "ok"  # a cut of max-num-seqs does not shrink the KV pool
         await pilot.press("tab", "enter")

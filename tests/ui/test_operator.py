@@ -26,20 +26,20 @@ def notes(app) -> list[str]:
 
 async def test_remapped_keys_work_and_the_old_key_does_not(tmp_path):
     cfg_file = tmp_path / "config.toml"
-    cfg_file.write_text('[keys]\npause = "space"\nhelp = "f1"\nnot_a_binding = "x"\n')
+    cfg_file.write_text('[keys]\npause = "ctrl+o"\nhelp = "f1"\nnot_a_binding = "x"\n')
     cfg = load_config(cfg_file)
     app = make_app(config=cfg)
     async with app.run_test(size=(120, 36)) as pilot:
         await prime(pilot, 2)
         await pilot.press("p")
         assert app.paused is False  # p is no longer bound
-        await pilot.press("space")
+        await pilot.press("ctrl+o")
         assert app.paused is True
         await pilot.press("f1")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
         rows = {action: keys for keys, action, _ in app.screen.rows}
-        assert rows["Pause"] == "space" and rows["Help"] == "f1"
+        assert rows["Pause"] == "ctrl+o" and rows["Help"] == "f1"
         assert "Step" not in rows  # replay keys are not offered live
         await pilot.press("escape")
         # an id no screen defines is reported with its line, not fatal

@@ -22,12 +22,12 @@ def cfg_file(tmp_path, monkeypatch):
 def test_config_path_and_show(cfg_file, capsys):
     assert main(["config", "path"]) == 0
     assert capsys.readouterr().out.strip() == str(cfg_file)
-    cfg_file.write_text('refresh_interval = 3\n[keys]\npause = "space"\n')
+    cfg_file.write_text('refresh_interval = 3\n[keys]\npause = "ctrl+o"\n')  # space: the logs screen follows/pauses with it
     assert main(["config", "show"]) == 0
     out = capsys.readouterr().out
     data = tomllib.loads(out)  # what `show` prints is itself a valid config
     assert data["refresh_interval"] == 3.0
-    assert data["keys"]["pause"] == "space" and data["keys"]["quit"] == "q"  # every binding id listed
+    assert data["keys"]["pause"] == "ctrl+o" and data["keys"]["quit"] == "q"  # every binding id listed
     assert data["thresholds"]["kv_high"] == 0.9
 
 

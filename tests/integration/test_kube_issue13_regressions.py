@@ -1,6 +1,6 @@
 """Issue 13's defects, driven through KubeCluster's public entry points against the emulator's
 real semantics (graceful deletion, Eviction + PDBs, EndpointSlices, StatefulSets, HPA, owners,
-paging). Each test is a strict xfail until the defect is fixed; the fix removes the marker."""
+paging). Each was written first as a strict xfail and seen failing for the defect's own reason."""
 
 from __future__ import annotations
 
@@ -9,17 +9,12 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-import pytest
 
 from tests.integration.kube_env import NS, Env, env, make_env  # noqa: F401 - fixture
 from tests.integration.test_kube_discovery import PAGE
 from tests.k8s_emulator import res, vllm_deployment, vllm_statefulset
 from tui.core.cluster.base import EditArgsRequest
 from tui.core.sources.kube import ClusterSource
-
-
-def xfail(defect: int, why: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"issue 13 defect {defect}: {why}")
 
 
 class Load:

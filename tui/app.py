@@ -21,7 +21,6 @@ from textual.app import App
 from textual.message import Message
 
 from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
-from tui.core.cluster.base import Cluster
 from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
@@ -40,6 +39,7 @@ from .terminal import StripColor, detect
 from .theming import next_theme, theme_for
 
 if TYPE_CHECKING:
+    from tui.core.cluster.base import Cluster
     from tui.core.sources.kube import ClusterSource
 
 
@@ -202,6 +202,10 @@ class KvwatchApp(App):
         """The app's own cluster, else the one its metrics source watches; None for endpoints
         given directly, or a replay."""
         c = self.cluster if self.cluster is not None else getattr(self.monitor.source, "cluster", None)
+        if c is None:
+            return None
+        from tui.core.cluster.base import Cluster  # not at import: `--url` has no cluster
+
         return c if isinstance(c, Cluster) else None
 
     async def switch_cluster(self, cluster: Cluster) -> ClusterSource:

@@ -13,7 +13,7 @@ from typing import Mapping
 
 from textual.binding import Binding
 
-from tui.core.cluster.args import PRESETS
+from tui.core.cluster.presets import PRESETS
 
 # scopes: "app" (every screen) or a screen's registry name (`SCOPE` on the screen class)
 APP = "app"

@@ -21,10 +21,10 @@ from textual.app import App
 from textual.message import Message
 
 from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
-from tui.core.cluster.base import Cluster
 from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
+from tui.core.refresh_rate import RefreshMeter
 from tui.core.textsafe import redact
 
 from .actions import APP, bindings
@@ -40,6 +40,7 @@ from .terminal import StripColor, detect
 from .theming import next_theme, theme_for
 
 if TYPE_CHECKING:
+    from tui.core.cluster.base import Cluster
     from tui.core.sources.kube import ClusterSource
 
 
@@ -103,6 +104,7 @@ class KvwatchApp(App):
         self._theme_name = theme or self.config.theme or DEFAULT_THEME
         self.last_error: str | None = None
         self.refreshes = 0
+        self.rate = RefreshMeter(interval)  # the header says when the poll loop falls behind
         self.started_at = time.time()  # wall clock: mitigations in the audit log count from here (runbook)
         self.backfill_s: float | None = None  # sources with history (Prometheus) pre-draw this much
         self.bell_on = self.config.bell
@@ -202,6 +204,10 @@ class KvwatchApp(App):
         """The app's own cluster, else the one its metrics source watches; None for endpoints
         given directly, or a replay."""
         c = self.cluster if self.cluster is not None else getattr(self.monitor.source, "cluster", None)
+        if c is None:
+            return None
+        from tui.core.cluster.base import Cluster  # not at import: `--url` has no cluster
+
         return c if isinstance(c, Cluster) else None
 
     async def switch_cluster(self, cluster: Cluster) -> ClusterSource:
@@ -254,7 +260,7 @@ class KvwatchApp(App):
     def header_mode(self) -> tuple[str, str]:
         """(mode, status) for the header: live/paused, or replay with speed and position."""
         if self.mode != "replay":
-            return ("paused" if self.paused else "live"), ""
+            return ("paused" if self.paused else "live"), self.rate.status()
         return self.replay.status()
 
     async def on_unmount(self) -> None:
@@ -279,6 +285,7 @@ class KvwatchApp(App):
         while True:
             t0 = time.monotonic()
             await self.refresh_once()
+            self.rate.tick()  # before the screens draw the state refresh_once posted
             await asyncio.sleep(max(0.05, self.interval - (time.monotonic() - t0)))
 
     async def refresh_once(self) -> None:

@@ -11,7 +11,7 @@ import importlib
 import os
 import sys
 
-from .cli_conventions import closed_pipe, url_arg, version
+from .cli_conventions import VersionAction, closed_pipe, url_arg
 from .core.config import DefaultFloat, DefaultStr
 
 THEME_NAMES = ("kvwatch-dark", "kvwatch-light", "kvwatch-high-contrast", "kvwatch-colorblind", "kvwatch-mono")
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         parents=[live],
     )
-    parser.add_argument("--version", action="version", version=f"kvwatch {version()}")
+    parser.add_argument("--version", action=VersionAction)
     src = parser.add_argument_group("sources")
     src.add_argument("--url", action="append", default=[], metavar="URL", type=url_arg,
                      help="a vLLM server (http://HOST:PORT, /metrics implied); repeat for several")

@@ -25,6 +25,19 @@ def version() -> str:
         return "unknown"
 
 
+class VersionAction(argparse.Action):
+    """`--version` that looks the version up only when asked: importlib.metadata costs ~10 ms of
+    every start otherwise."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(f"{parser.prog} {version()}\n")
+        parser.exit()
+
+
 def url_arg(value: str) -> str:
     """argparse `type` for --url / --gpu-url: a scrapeable http(s) URL or a usage error."""
     from .core.sources.direct import normalize_url

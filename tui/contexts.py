@@ -6,10 +6,12 @@ checks the name, builds the cluster for it and reports each outcome as a flash."
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from tui.core.cluster.base import Cluster
 from tui.core.textsafe import clean
+
+if TYPE_CHECKING:  # only for annotations: the cluster package loads with a cluster
+    from tui.core.cluster.base import Cluster
 
 
 class SwitchHost(Protocol):

@@ -7,11 +7,14 @@ front with SelfSubjectAccessReview) denies the verbs. Screens ask `why_not`; the
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from tui.core.cluster.base import MUTATING_ACTIONS, Cluster, ClusterError, Permissions
 from tui.core.model import ReplicaView
+from tui.core.results import ClusterError
 from tui.core.textsafe import clean
+
+if TYPE_CHECKING:  # the cluster package loads with a cluster, not with `--url`
+    from tui.core.cluster.base import Cluster, Permissions
 
 # screen action -> (cluster action whose RBAC verbs it needs, or None for cluster reads)
 NEEDS: dict[str, str | None] = {
@@ -75,6 +78,8 @@ class Gate:
         c = self.cluster()
         if c is None:
             return "no cluster: kvwatch is watching endpoints given directly (use a kubeconfig, or kvwatch demo)"
+        from tui.core.cluster.values import MUTATING_ACTIONS
+
         need = NEEDS.get(action)
         mutating = need in MUTATING_ACTIONS
         if mutating and self.readonly():

@@ -177,6 +177,31 @@ def test_histograms_sorted_and_missing_inf_taken_from_count():
     assert s.hist("e2e") is None
 
 
+def _ttft_page(counts: tuple[float, ...], bounds: tuple[str, ...] = ("0.1", "1.0", "+Inf")) -> str:
+    rows = [f'vllm:time_to_first_token_seconds_bucket{{engine="0",le="{b}",model_name="m"}} {c}'
+            for b, c in zip(bounds, counts)]
+    rows += [f'vllm:time_to_first_token_seconds_count{{engine="0",model_name="m"}} {counts[-1]}',
+             f'vllm:time_to_first_token_seconds_sum{{engine="0",model_name="m"}} {sum(counts)}']
+    return "\n".join(rows) + "\n"
+
+
+def test_histograms_of_repeated_label_sets_carry_each_pages_own_values():
+    """Later scrapes reuse the bucket layout worked out for the first (the label sets are the
+    parser's shared objects): the values, and a layout that changed, must still be each page's."""
+    first = to_sample(parse_vllm(_ttft_page((1.0, 2.0, 3.0)))).hist("ttft")
+    second = to_sample(parse_vllm(_ttft_page((4.0, 9.0, 12.0)))).hist("ttft")
+    assert first.counts == (1.0, 2.0, 3.0) and first.count == 3.0
+    assert second.counts == (4.0, 9.0, 12.0) and second.count == 12.0 and second.sum == 25.0
+    # same first label set and as many rows, one bound different: a layout of its own
+    moved = to_sample(parse_vllm(_ttft_page((1.0, 5.0, 6.0), ("0.1", "2.5", "+Inf")))).hist("ttft")
+    assert moved.bounds == (0.1, 2.5, math.inf) and moved.counts == (1.0, 5.0, 6.0)
+    # +Inf missing: from _count, page by page
+    for total in (7.0, 11.0):
+        page = _ttft_page((1.0, 2.0, total)).replace('le="+Inf"', 'le="nope"')
+        h = to_sample(parse_vllm(page)).hist("ttft")
+        assert h.bounds == (0.1, 1.0, math.inf) and h.counts == (1.0, 2.0, total) and h.count == total
+
+
 def test_router_only_page_has_no_engines():
     page = parse_vllm('vllm:num_requests_running{server="http://a"} 2\nvllm:current_qps{server="http://a"} 1\n')
     assert to_sample(page).engines == {}

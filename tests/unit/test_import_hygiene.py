@@ -58,3 +58,28 @@ def test_core_data_flows_one_way():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "core data flows one way KEPT" in r.stdout
     assert "metrics pipeline never imports the cluster or the simulator KEPT" in r.stdout
+
+
+def test_url_mode_start_loads_no_cluster_or_triage_modules():
+    """First paint (issue 14): what `kvwatch --url` imports before its first frame leaves out
+    the cluster package, the triage screen with its runbook, and the installed-version lookup;
+    they load when a cluster, a triage key or `--version` asks for them."""
+    unused = ("tui.core.cluster.base", "tui.core.cluster.args", "tui.screens.triage",
+              "tui.core.diagnosis.runbook", "importlib.metadata")
+    code = (
+        "import sys\n"
+        "from tui.cli import build_parser\n"
+        "build_parser().parse_args(['--url', 'http://127.0.0.1:9/'])\n"
+        "import tui.app, tui.screens.fleet\n"
+        f"print('\\n'.join(m for m in {unused!r} if m in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [], f"imported at start although --url does not use them:\n{r.stdout}"
+
+
+def test_version_flag_still_reports_the_installed_version():
+    code = "import sys; from tui.cli import build_parser; build_parser().parse_args(['--version'])"
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("kvwatch ") and r.stdout.strip() != "kvwatch", r.stdout

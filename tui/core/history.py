@@ -238,7 +238,7 @@ class ReplicaHistory:
             return h.quantile(p) if h is not None and h.count > 0 else None
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
-        running_vals = sorted(v for v in (pt[1][_RUNNING] for pt in qpts) if v is not None)
+        running_vals = sorted([v for pt in qpts if (v := pt[1][_RUNNING]) is not None])
         batch_p95 = None
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]

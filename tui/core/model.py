@@ -7,6 +7,7 @@ screens can pass it around without copying or locking.
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -59,7 +60,7 @@ class Histogram:
             return self
         return Histogram(
             self.bounds,
-            tuple(max(0.0, a - b) for a, b in zip(self.counts, older.counts)),
+            tuple([d if d > 0.0 else 0.0 for d in map(operator.sub, self.counts, older.counts)]),  # max(0, a - b)
             self.sum - older.sum,
             self.count - older.count,
         )

@@ -22,7 +22,6 @@ from widgets.header import FleetHeader, PressureBanner
 from widgets.verdict import colour_var, label
 
 from .mitigation import MitigationMixin
-from .triage import open_diagnosis
 
 SORTS = {
     "severity": lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name),
@@ -261,8 +260,12 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         self.app.push_screen(DetailScreen(name))
 
     def action_triage(self) -> None:
+        from .triage import open_diagnosis  # its runbook and facts load on first use
+
         open_diagnosis(self.app, self.query_one(FleetTable).selected_name(), "triage")
 
     def action_diagnosis(self, mode: str) -> None:
+        from .triage import open_diagnosis
+
         open_diagnosis(self.app, self.query_one(FleetTable).selected_name(), mode)
 

@@ -12,17 +12,20 @@ worker -> flash; the cluster core writes the audit line.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 
 from tui.actions import FLEET, actions_for
 from tui.command_line import PLACEHOLDER, SUGGESTIONS, parse_command
 from tui.contexts import ContextSwitcher
-from tui.core.cluster.base import Cluster, ClusterError
+from tui.core.results import ClusterError
 from tui.core.model import ReplicaView
 from tui.core.textsafe import clean
 from tui.gate import NEEDS, Gate
+
+if TYPE_CHECKING:
+    from tui.core.cluster.base import Cluster
 
 __all__ = ["ACTION_OF_KEY", "DESCRIPTION", "KEY_OF", "NEEDS", "MitigationMixin", "live_load"]
 

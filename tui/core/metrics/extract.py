@@ -240,42 +240,63 @@ def _generation(page: Page, saw_engine_label: bool) -> str:
 def _histograms(page: Page, base: str) -> dict[str, Histogram]:
     """One Histogram per engine for a base name; empty when the page has no buckets for it."""
     bucket_name, sum_name, count_name = histogram_series(base)
-    # series identity (labels without le) -> {le bound: cumulative count}
-    series: dict[tuple, dict[float, float]] = {}
-    for labels, v in page.get(bucket_name):
-        ident, bound = labels.hist_key()
-        if bound is None or ("server" in labels and _is_router(labels)):
-            continue
-        by_le = series.get(ident)
-        if by_le is None:
-            series[ident] = {bound: v}
-        else:
-            by_le[bound] = v
-    if not series:
+    rows = page.get(bucket_name)
+    if not rows:
+        return {}
+    plan = _bucket_plan(bucket_name, rows)
+    if not plan:
         return {}
     sums = {labels.hist_key()[0]: v for labels, v in page.get(sum_name)}
     counts = {labels.hist_key()[0]: v for labels, v in page.get(count_name)}
     out: dict[str, Histogram] = {}
-    for ident, by_le in series.items():
+    for ident, eng, bounds, idx, inf_row in plan:
         count = counts.get(ident)
-        if _INF not in by_le:
-            if count is None:
-                continue  # neither +Inf nor _count: the total is unknown
-            by_le[_INF] = count
+        if inf_row >= 0:
+            cum = tuple([rows[j][1] for j in idx])
+        elif count is None:
+            continue  # neither +Inf nor _count: the total is unknown
+        else:
+            cum = tuple([rows[j][1] if j >= 0 else count for j in idx])  # -1: +Inf from _count
+        h = Histogram(bounds=bounds, counts=cum, sum=sums.get(ident, math.nan),
+                      count=count if count is not None else rows[inf_row][1])
+        prev = out.get(eng)
+        out[eng] = h if prev is None else prev + h  # several series in one engine: add up
+    return out
+
+
+# (ident, engine, bounds, row index per bound, the +Inf row); index -1: +Inf taken from _count
+_Plan = list[tuple[tuple, str, tuple[float, ...], tuple[int, ...], int]]
+# Which bucket row goes where depends only on the rows' label sets, and parsed label sets are
+# shared between pages (parser's series cache): every scrape of every replica of one model
+# repeats the same list, so the layout is worked out once and reused while the labels match.
+_PLANS: dict[tuple[str, int, int], tuple[list[Labels], _Plan]] = {}
+
+
+def _bucket_plan(bucket_name: str, rows: list) -> _Plan:
+    labels = [r[0] for r in rows]
+    key = (bucket_name, len(labels), id(labels[0]))
+    hit = _PLANS.get(key)
+    if hit is not None and hit[0] == labels:
+        return hit[1]
+    # series identity (labels without le) -> {le bound: row index}; a repeated row: the last
+    by_ident: dict[tuple, dict[float, int]] = {}
+    for j, lab in enumerate(labels):
+        ident, bound = lab.hist_key()
+        if bound is None or ("server" in lab and _is_router(lab)):
+            continue
+        by_ident.setdefault(ident, {})[bound] = j
+    plan: _Plan = []
+    for ident, by_le in by_ident.items():
+        inf_row = by_le.setdefault(_INF, -1)
         bounds = tuple(sorted(by_le))
         if len(_BOUNDS) > 1000:
             _BOUNDS.clear()
         bounds = _BOUNDS.setdefault(bounds, bounds)
-        h = Histogram(
-            bounds=bounds,
-            counts=tuple([by_le[b] for b in bounds]),
-            sum=sums.get(ident, math.nan),
-            count=count if count is not None else by_le[_INF],
-        )
-        eng = dict(ident).get("engine", "")
-        prev = out.get(eng)
-        out[eng] = h if prev is None else prev + h  # several series in one engine: add up
-    return out
+        plan.append((ident, dict(ident).get("engine", ""), bounds, tuple(by_le[b] for b in bounds), inf_row))
+    if len(_PLANS) > 4096:
+        _PLANS.clear()
+    _PLANS[key] = (labels, plan)
+    return plan
 
 
 # Bucket layouts repeat on every scrape of every replica: share one tuple per layout, since

@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from . import sglang_rules
 from ...diagnosis import gmu_policy
 from ...diagnosis.thresholds import Thresholds
+from ..presets import PRESETS  # noqa: F401 - re-exported: `args.PRESETS`
 from .parse import VllmCommand
 from .values import ArgError, check_range, coerce
 
@@ -91,17 +92,6 @@ def presets_for(cmd: VllmCommand) -> dict[str, str]:
 
 def eff_before(cmd: VllmCommand, name: str, observed: Mapping[str, Any] | None = None) -> Any:
     return effective(cmd, {}, name, observed)
-
-
-# Incident presets (runbook: emergency-mitigation.md steps 2-4)
-
-PRESETS: dict[str, str] = {
-    "seqs-25": "cut --max-num-seqs by 25%",
-    "seqs-50": "cut --max-num-seqs by 50%",
-    "gmu-0.7": "--gpu-memory-utilization 0.7",
-    "gmu-0.6": "--gpu-memory-utilization 0.6",
-    "batched-50": "halve --max-num-batched-tokens",
-}
 
 
 def preset(cmd: VllmCommand, key: str, observed: Mapping[str, Any] | None = None) -> dict[str, Any]:

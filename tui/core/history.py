@@ -15,9 +15,11 @@ from itertools import islice
 from typing import Iterable
 
 from .model import DOWN, OK, STALE, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape
+from .pointlog import PointLog
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
 SPARK_POINTS = 60  # points per sparkline on the fleet screen (and per Prometheus back-fill)
+POINTS_KEPT = 80  # newest derived points kept as objects: the windows' span, the sparklines
 SERIES = ("kv_usage", "waiting", "preemptions_per_s", "gpu_memory_pct", "gpu_util_pct", "running", "ttft_p95_s")
 
 
@@ -68,7 +70,8 @@ class ReplicaHistory:
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
         self.scrapes: deque[Scrape] = deque(maxlen=maxlen)  # successful scrapes only
-        self.points: deque[tuple[float, ReplicaMetrics]] = deque(maxlen=maxlen)
+        # (ts, ReplicaMetrics) per scrape; past the newest POINTS_KEPT, packed (pointlog.py)
+        self.points = PointLog(maxlen, POINTS_KEPT)
         # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
         # reads all of them for every replica.
         self._spark: dict[str, deque] = {k: deque(maxlen=min(maxlen, SPARK_POINTS)) for k in SERIES}
@@ -155,7 +158,8 @@ class ReplicaHistory:
                 self._kept_ts = old.ts
             elif old.sample is not None:
                 prev = sc[self._thinned - 1].sample if self._thinned else None
-                sc[self._thinned] = replace(old, sample=_compact(old.sample, prev))
+                sc[self._thinned] = replace(old, sample=_compact(old.sample, prev),
+                                            derived=old.derived or _NOTHING)
             self._thinned += 1
 
     # -- state ------------------------------------------------------------------
@@ -303,7 +307,7 @@ class CompactValues(Mapping):
                 _INDEXES.clear()
             index = _INDEXES[names] = {n: i for i, n in enumerate(names)}
         self._index = index
-        self._vals = array("d", values.values())
+        self._vals = array("d", list(values.values()))  # from a list: sized exactly, not grown
 
     def __getitem__(self, name: str) -> float:
         return self._vals[self._index[name]]
@@ -327,13 +331,46 @@ _INDEXES: dict[tuple[str, ...], dict[str, int]] = {}
 def _compact(sample: Sample, prev: Sample | None) -> Sample:
     """An old scrape's Sample without histograms, its values compacted, its config shared with
     the scrape before it when equal (it rarely changes)."""
-    engines = {k: EngineSample(e.values if isinstance(e.values, CompactValues) else CompactValues(e.values), {})
-               for k, e in sample.engines.items()}
-    cfg = sample.cache_config
+    engines = {k: EngineSample(e.values if isinstance(e.values, CompactValues) else CompactValues(e.values),
+                               _NOTHING) for k, e in sample.engines.items()}
+    cfg, extra = sample.cache_config, sample.extra
     if prev is not None and prev.cache_config == cfg:
         cfg = prev.cache_config
-    extra = sample.extra if isinstance(sample.extra, CompactValues) else CompactValues(sample.extra)
+    if prev is not None and isinstance(prev.extra, CompactValues) and _same(prev.extra, extra):
+        extra = prev.extra  # the page's other scalars rarely move: one copy for a run of scrapes
+    elif not isinstance(extra, CompactValues):
+        extra = CompactValues(extra)
     return replace(sample, engines=engines, cache_config=cfg, extra=extra)
+
+
+class _Nothing(Mapping):
+    """The one read-only empty mapping every old scrape shares for its dropped histograms and
+    absent derived values (an empty dict each costs 64 bytes a point); pickles as itself."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str):
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __reduce__(self):
+        return (_nothing, ())
+
+
+def _nothing() -> Mapping:
+    return _NOTHING
+
+
+_NOTHING: Mapping = _Nothing()
+
+
+def _same(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
+    return len(a) == len(b) and all(k in a and a[k] == v for k, v in b.items())
 
 
 def _float_or_none(v: str | None) -> float | None:

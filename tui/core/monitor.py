@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 from .diagnosis import Thresholds, diagnose
 from .finite import finite_scrape
@@ -29,7 +29,7 @@ class ReplicaSnapshot:
     which read it. Screens draw from the frozen fields."""
 
     name: str
-    points: tuple[tuple[float, ReplicaMetrics], ...]  # (ts, metrics) per good scrape, oldest first
+    points: Sequence[tuple[float, ReplicaMetrics]]  # (ts, metrics) per good scrape, oldest first (a copy)
     load: tuple[float, float] | None  # (running, waiting) of the last scrape if it was good
     history: ReplicaHistory
 
@@ -107,7 +107,7 @@ class Monitor:
             m = h.latest
             if m.running is not None and m.waiting is not None:
                 load = (m.running, m.waiting)
-        return ReplicaSnapshot(name, tuple(h.points), load, h)
+        return ReplicaSnapshot(name, h.points.frozen(), load, h)
 
     def forget(self, names: Iterable[str]) -> None:
         """Drop replicas that no longer exist (deleted pods)."""

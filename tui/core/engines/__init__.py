@@ -35,6 +35,22 @@ def parse_page(text: str) -> Sample:
     return engine_for_page(text).parse_page(text)
 
 
+NO_ENGINE_METRICS = "no vLLM metrics on page"
+
+
+def read_page(text: str) -> tuple[Sample | None, str | None]:
+    """(sample, None) for a page an engine can use, else (None, the reason for the replica's
+    row). Every source and the recording reader take pages through here, so a bug on one odd
+    page is that replica's error, never the poll's."""
+    try:
+        sample = parse_page(text)
+    except Exception as e:  # noqa: BLE001 - one odd page must not stop the poll or the replay
+        return None, f"unreadable page ({type(e).__name__})"
+    if not sample.engines:
+        return None, NO_ENGINE_METRICS
+    return sample, None
+
+
 _GENERATIONS = {"v1": "V1", "v0": "V0"}
 
 
@@ -51,4 +67,5 @@ def display(engine: str, generation: str = "unknown") -> str:
     return f"{label} {gen}" if gen else label
 
 
-__all__ = ["ArgSpec", "Engine", "ENGINES", "DEFAULT", "VLLM", "SGLANG", "display", "get", "engine_for_page", "parse_page"]
+__all__ = ["ArgSpec", "Engine", "ENGINES", "DEFAULT", "VLLM", "SGLANG", "display", "get", "engine_for_page", "parse_page", "read_page",
+           "NO_ENGINE_METRICS"]

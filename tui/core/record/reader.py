@@ -262,12 +262,12 @@ def record_to_scrape(obj, keep_raw: bool = False, notes: list[str] | None = None
     reason = not_metrics_reason(metrics)
     if reason is not None:
         return Scrape(ts=ts, replica=replica, error=reason, gpu=gpu, pod=pod, group=group)
-    try:
-        sample = engines.parse_page(metrics)
-    except Exception as e:  # noqa: BLE001 - one odd page must not end the replay (as live)
-        return Scrape(ts=ts, replica=replica, error=f"unreadable page ({type(e).__name__})", group=group)
-    if not sample.engines:
-        return Scrape(ts=ts, replica=replica, error="no vLLM metrics on page", gpu=gpu, pod=pod, group=group)
+    sample, bad = engines.read_page(metrics)
+    if bad is not None:
+        # an engine-less page was still a good scrape of the pod: it keeps its GPU and pod facts
+        if bad == engines.NO_ENGINE_METRICS:
+            return Scrape(ts=ts, replica=replica, error=bad, gpu=gpu, pod=pod, group=group)
+        return Scrape(ts=ts, replica=replica, error=bad, group=group)
     return Scrape(ts=ts, replica=replica, sample=sample, raw=metrics if keep_raw else None,
                   gpu=gpu, pod=pod, group=group)
 

@@ -410,20 +410,11 @@ class DirectSource:
         latency = time.perf_counter() - t0
         if error is not None:
             return Scrape(ts=ts, replica=t.name, error=error, group=t.group, latency_s=latency)
-        try:
-            sample = engines.parse_page(text)
-        except Exception as e:  # noqa: BLE001 - a bug on one odd page must not stop the poll
-            return Scrape(ts=ts, replica=t.name, error=f"unreadable page ({type(e).__name__})",
-                          group=t.group, latency_s=latency)
-        if not sample.engines:
-            return Scrape(
-                ts=ts,
-                replica=t.name,
-                error="no vLLM metrics on page",
-                raw=text if self.keep_raw else None,
-                group=t.group,
-                latency_s=latency,
-            )
+        sample, bad = engines.read_page(text)
+        if bad is not None:
+            # an engine-less page keeps its text for the recorder; an unreadable one does not
+            raw = text if self.keep_raw and bad == engines.NO_ENGINE_METRICS else None
+            return Scrape(ts=ts, replica=t.name, error=bad, raw=raw, group=t.group, latency_s=latency)
         gpu = await self._gpu(t, gpu_task) if gpu_task is not None else None
         return Scrape(
             ts=ts,

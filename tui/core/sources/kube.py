@@ -202,13 +202,11 @@ class ClusterSource:
         reason = not_metrics_reason(text)
         if reason is not None:
             return Scrape(**base, error=reason, latency_s=latency)
-        try:
-            sample = engines.parse_page(text)
-        except Exception as e:  # noqa: BLE001 - one odd page must not stop the poll
-            return Scrape(**base, error=f"unreadable page ({type(e).__name__})", latency_s=latency)
+        sample, bad = engines.read_page(text)
+        if bad is not None:  # as the direct source: only an engine-less page keeps its text
+            raw = text if self.keep_raw and bad == engines.NO_ENGINE_METRICS else None
+            return Scrape(**base, error=bad, raw=raw, latency_s=latency)
         raw = text if self.keep_raw else None
-        if not sample.engines:
-            return Scrape(**base, error="no vLLM metrics on page", raw=raw, latency_s=latency)
         return Scrape(**base, sample=sample, raw=raw, latency_s=latency)
 
     async def close(self) -> None:

@@ -43,7 +43,7 @@ class ProcNvml(FakeNvml):
         self.threads.add(threading.current_thread().name)
         return super().nvmlDeviceGetMemoryInfo(h)
 
-    def nvmlDeviceGetComputeProcesses(self, h):  # noqa: N802
+    def nvmlDeviceGetComputeRunningProcesses(self, h):  # noqa: N802
         if self.pids is None:
             raise self.NVMLError_NotSupported("Not Supported")
         return [types.SimpleNamespace(pid=p, usedGpuMemory=1) for p in self.pids[self.gpus.index(h)]]
@@ -184,3 +184,22 @@ async def test_live_direct_scrape_carries_the_servers_gpus_read_once_per_refresh
     assert lib.reads - opened == 2  # one read of each GPU for the refresh, shared by both servers
     assert threading.main_thread().name not in lib.threads  # driver calls ran in a worker thread
     assert src.description.endswith("· GPUs: local nvml")
+
+
+def _nvml_calls(path: Path) -> set[str]:
+    import re
+
+    return set(re.findall(r'"(nvml[A-Z]\w+)"', path.read_text()))
+
+
+def test_every_nvml_call_kvwatch_makes_exists_in_the_real_library():
+    # The fakes above stand at the library edge; a name the real nvidia-ml-py does not have would
+    # pass here and read None on a GPU (seen on an H100: "nvml does not list compute processes"
+    # because the sampler asked for "nvmlDeviceGetComputeProcesses", which pynvml does not have).
+    pynvml = pytest.importorskip("pynvml")
+    gpu = Path(__file__).resolve().parents[2] / "tui" / "core" / "sources" / "gpu"
+    used = _nvml_calls(gpu / "nvml.py") | _nvml_calls(gpu / "library.py")
+    assert "nvmlDeviceGetMemoryInfo" in used  # the scan reads the sampler's calls
+    faked = {n for cls in (ProcNvml, FakeNvml) for n in vars(cls) if n.startswith("nvml") and callable(vars(cls)[n])}
+    missing = sorted(n for n in used | faked if not hasattr(pynvml, n))
+    assert missing == []

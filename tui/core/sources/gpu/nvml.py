@@ -69,7 +69,7 @@ class NvmlSampler(LibrarySampler):
         out: dict[str, set[int]] = {}
         for i in range(self._lib.nvmlDeviceGetCount()):
             h = self._get("nvmlDeviceGetHandleByIndex", i)
-            procs = self._get("nvmlDeviceGetComputeProcesses", h) if h is not None else None
+            procs = self._get("nvmlDeviceGetComputeRunningProcesses", h) if h is not None else None
             if procs is None:
                 return None
             out[str(i)] = {int(p.pid) for p in procs}

@@ -68,33 +68,69 @@ def test_raw_pages_are_dropped_and_old_histograms_thinned():
     assert h.latest.ttft_p95_s is not None
 
 
-def test_old_scrapes_are_compacted_without_changing_their_values():
-    """Issue 14: scrapes past the windows (most of an hour's history) keep their values in one
-    array of doubles per engine, read the same as before, and share their unchanged config."""
+def test_old_scrapes_read_back_their_values_exactly():
+    """Issue 14: scrapes past the newest are packed (pointlog.py): the values the diagnosis
+    reads come back exactly (doubles: 1e12 + i included), the config is shared, the window
+    histograms are there inside the windows and as baselines, and a rebuilt scrape pickles."""
     import pickle
-    import sys
-
-    from tui.core.history import CompactValues
 
     h = ReplicaHistory("r", maxlen=400, windows=Windows(rate_s=30, quantile_s=60, hist_keep_every_s=60))
     originals = []
     for i in range(200):
         s = sample(1e12 + i, (i, i, i, i), running=i % 7)
-        s = Sample(s.engines, "v1", cache_config={"block_size": "16", "max_num_seqs": "256"}, extra={"x": 1.5})
+        s = Sample(s.engines, "v1", cache_config={"block_size": "16", "max_num_seqs": "256"}, extra={"x": 1.5},
+                   process_cpu_seconds=3.25 * i)
         originals.append(s)
-        h.add(Scrape(float(i), "r", s))
-    old = [s for s in h.scrapes if s.ts < 199 - 65 and s.sample.hist("ttft") is None]
-    assert len(old) > 100
-    for s in old:
-        vals = s.sample.engines["0"].values
-        assert isinstance(vals, CompactValues)
+        h.add(Scrape(float(i), "r", s, latency_s=0.001 * i))
+    scr = list(h.scrapes)
+    assert len(scr) == len(h.points) == 200 and scr[-1] is h.last_ok
+    for s in scr[:-1]:
         orig = originals[int(s.ts)]
-        assert dict(vals) == dict(orig.engines["0"].values)  # doubles: exact, 1e12 + i included
-        assert s.sample.value("preemptions") == 1e12 + s.ts and "kv_usage" in vals and "nope" not in vals
-        assert s.sample.extra == {"x": 1.5}
+        for name in ("preemptions", "running", "kv_usage", "waiting", "generation_tokens"):
+            assert s.sample.value(name) == orig.value(name), name
+        assert s.sample.process_cpu_seconds == orig.process_cpu_seconds and s.latency_s == 0.001 * s.ts
+        assert s.sample.generation == "v1" and list(s.sample.engines) == ["0"] and s.replica == "r"
+        if s.ts >= 199 - 65:
+            assert s.sample.hist("ttft") == orig.hist("ttft")  # inside the windows: every histogram
         assert pickle.loads(pickle.dumps(s)) == s
-    assert len({id(s.sample.cache_config) for s in old}) <= 4  # shared, at most one per kept baseline
-    assert sys.getsizeof(old[0].sample.engines["0"].values._vals) < sys.getsizeof(originals[0].engines["0"].values)
+    old = [s for s in scr if s.ts < 199 - 65]
+    assert 2 <= sum(s.sample.hist("ttft") is not None for s in old) <= 4  # baselines, about one a minute
+    assert len({id(s.sample.cache_config) for s in scr[:-1]}) == 1  # one config object for the run
+
+
+def test_an_hour_keeps_five_minutes_at_the_interval_and_one_point_in_ten_before():
+    """Issue 14: a history longer than ten minutes keeps its newest FINE_POINTS at the interval
+    and one point in COARSE_EVERY before; points and scrapes stay aligned and exact."""
+    from tui.core.pointlog import COARSE_BASELINE_S, COARSE_EVERY, FINE_POINTS
+
+    n = 3600
+    h = ReplicaHistory("r", maxlen=n, windows=Windows(rate_s=30, quantile_s=60))
+    ref = []
+    for i in range(n + 500):
+        h.add(Scrape(float(i), "r", sample(3.0 * i, (i, 2 * i, 3 * i, 3 * i), running=i % 7)))
+        ref.append(h.latest)
+    pts, scr = list(h.points), list(h.scrapes)
+    assert len(pts) == len(scr) == FINE_POINTS + (n - FINE_POINTS) // COARSE_EVERY
+    assert [p[0] for p in pts] == [s.ts for s in scr]
+    newest = n + 499
+    fine = [p for p in pts if p[0] > newest - FINE_POINTS]
+    assert [p[0] for p in fine] == [float(t) for t in range(newest - FINE_POINTS + 1, newest + 1)]
+    assert all(m == ref[int(ts)] for ts, m in fine)
+    coarse = [p for p in pts if p[0] <= newest - FINE_POINTS]
+    assert all(ts % COARSE_EVERY == 0 for ts, _ in coarse) and coarse[0][0] >= newest - n
+    assert all(m == ref[int(ts)] for ts, m in coarse)
+    for s in scr[:-1]:
+        assert s.sample.value("preemptions") == 3.0 * s.ts  # counters stay exact in every tier
+    kept = [s.ts for s in scr if s.ts <= newest - FINE_POINTS and s.sample.hist("ttft") is not None]
+    assert kept and all(b - a >= COARSE_BASELINE_S for a, b in zip(kept, kept[1:]))  # sparser baselines there
+    assert len(kept) <= (n - FINE_POINTS) / COARSE_BASELINE_S + 1
+
+
+def test_the_default_ten_minutes_are_kept_whole():
+    h = ReplicaHistory("r", maxlen=600, windows=Windows(rate_s=30, quantile_s=60))
+    for i in range(900):
+        h.add(Scrape(float(i), "r", sample(3.0 * i, (i, 2 * i, 3 * i, 3 * i))))
+    assert [p[0] for p in h.points] == [float(t) for t in range(300, 900)]
 
 
 def test_running_sums_give_counter_delta_rates_with_gaps_and_resets():

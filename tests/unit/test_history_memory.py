@@ -42,13 +42,16 @@ def _hour() -> ReplicaHistory:
     return h
 
 
-def test_an_hour_of_derived_points_costs_under_300_bytes_each():
+def test_an_hour_keeps_630_points_at_under_500_bytes_each():
+    """Issue 14: an hour at 1 s keeps 300 + 330 points (pointlog.py); points and the scrapes
+    packed beside them, histograms included, cost under 500 bytes per retained point."""
     h = _hour()
-    assert len(h.points) == HOUR
-    assert _deep_size([h.points]) / HOUR < 300
+    assert len(h.points) == len(h.scrapes) == 630
+    assert _deep_size([h.points]) / len(h.points) < 500
 
 
-def test_old_scrapes_share_what_does_not_change():
+def test_old_scrapes_are_rebuilt_not_kept():
     h = _hour()
-    old = list(h.scrapes)[: HOUR - 200]  # well past the windows: thinned
-    assert _deep_size(old) / len(old) < 600  # ~700 with a dict each for extra, derived and hists
+    old = list(h.scrapes)[:-200]  # well past the windows
+    assert all(a is not b for a, b in zip(old, list(h.scrapes)[:-200]))  # rebuilt on each read
+    assert _deep_size([h]) / len(h.points) < 600  # the whole history per retained point

@@ -46,3 +46,14 @@ def test_frozen_copy_does_not_follow_later_points():
     for i in range(10, 40):
         log.append((float(i), metrics(i)))
     assert [ts for ts, _ in snap] == [float(i) for i in range(10)]
+
+
+def test_a_quantile_in_the_inf_bucket_stays_an_atleast_without_keeping_the_point_whole():
+    from tui.core.model import AtLeast
+
+    log = PointLog(maxlen=10, keep=2)
+    pts = [(float(i), ReplicaMetrics(ttft_p95_s=AtLeast(640.0), gpu_count=2, kv_usage=0.5)) for i in range(6)]
+    for p in pts:
+        log.append(p)
+    assert list(log) == pts and not log._odd
+    assert type(log[0][1].ttft_p95_s) is AtLeast and type(log[0][1].gpu_count) is int

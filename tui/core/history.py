@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from itertools import islice
 from typing import Iterable
 
-from .model import DOWN, OK, STALE, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape
-from .pointlog import PointLog
+from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape
+from .pointlog import PointLog, ScrapeView, pack_hists, unpack_hist
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
 SPARK_POINTS = 60  # points per sparkline on the fleet screen (and per Prometheus back-fill)
-POINTS_KEPT = 80  # newest derived points kept as objects: the windows' span, the sparklines
+POINTS_KEPT = 16  # newest derived points kept as objects (older ones packed: pointlog.py)
 SERIES = ("kv_usage", "waiting", "preemptions_per_s", "gpu_memory_pct", "gpu_util_pct", "running", "ttft_p95_s")
 
 
@@ -54,23 +53,25 @@ _RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_se
 _IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
 _MISSING = object()
 
-# (ts, values at _IDX / _CPU, the scrape, running reset-adjusted sums, None values so far)
-# for the scrapes inside the longest window: a counter's increase over a window is the
-# difference of its running sums at the window's ends, without a pass over the window.
-_Point = tuple[float, tuple[float | None, ...], Scrape, tuple[float | None, ...], tuple[int, ...]]
+# (ts, [values at _IDX / _CPU, then their running reset-adjusted sums] as doubles with NaN for
+# None, the scrape's window histograms packed (pointlog.pack_hists), None values so far) for the
+# scrapes inside the longest window: a counter's increase over a window is the difference of
+# its running sums at the window's ends, without a pass over the window.
+_Point = tuple[float, array, object, tuple[int, ...]]
 _NVALS = len(_WINDOW_VALUES) + 1
+_NAN = float("nan")
 
 
 class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
-    __slots__ = ("name", "scrapes", "points", "windows", "last_ok", "first_error_ts", "last_error", "_thinned",
-                 "_kept_ts", "diagnosis", "_recent", "_run", "_spark")
+    __slots__ = ("name", "points", "windows", "last_ok", "first_error_ts", "last_error", "_kept_ts", "diagnosis",
+                 "_recent", "_run", "_spark")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
-        self.scrapes: deque[Scrape] = deque(maxlen=maxlen)  # successful scrapes only
-        # (ts, ReplicaMetrics) per scrape; past the newest POINTS_KEPT, packed (pointlog.py)
+        # (ts, ReplicaMetrics) per successful scrape, and the scrape's packed values beside it
+        # (`scrapes`); past the newest POINTS_KEPT packed, past ten minutes thinned (pointlog.py)
         self.points = PointLog(maxlen, POINTS_KEPT)
         # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
         # reads all of them for every replica.
@@ -79,13 +80,13 @@ class ReplicaHistory:
         self.last_ok: Scrape | None = None
         self.first_error_ts: float | None = None  # start of the current run of failures
         self.last_error: Scrape | None = None
-        self._thinned = 0  # leading scrapes already past the quantile window and thinned
         self._kept_ts = float("-inf")  # last old scrape that kept its histograms
         # The diagnosis' state for this replica (its verdict state machine), opaque here: it
         # travels with the history (copies, forgotten replicas) instead of a cache beside it.
         self.diagnosis: object | None = None
         # The scrapes of the longest window (and the one before it: the baseline), with their
-        # window values read once: what each refresh's rates and quantiles are derived from.
+        # window values and histograms read once: what each refresh's rates and quantiles are
+        # derived from.
         self._recent: deque[_Point] = deque(maxlen=maxlen)
         # per window value: (last value seen, its running reset-adjusted sum, None values seen)
         # (a list of lists, not a tuple: the replay controller's clone copies lists, shares tuples)
@@ -96,16 +97,14 @@ class ReplicaHistory:
         if scrape.ok:
             if scrape.raw is not None:  # the page text was for the recorder; history keeps the parse
                 scrape = replace(scrape, raw=None)
-            if len(self.scrapes) == self.scrapes.maxlen and self._thinned:
-                self._thinned -= 1  # the append below pushes the oldest (thinned) scrape out
-            self.scrapes.append(scrape)
-            self._thin(scrape.ts)
             self.last_ok = scrape
             self.first_error_ts = None
             self.last_error = None
-            self._remember(scrape)
+            hists = pack_hists(scrape.sample)
+            self._remember(scrape, hists)
             m = self._derive(scrape)
-            self.points.append((scrape.ts, m))
+            self.points.append((scrape.ts, m), scrape, hists)
+            self._thin(scrape.ts)
             for k, d in self._spark.items():
                 d.append(getattr(m, k))
         else:
@@ -113,11 +112,17 @@ class ReplicaHistory:
                 self.first_error_ts = scrape.ts
             self.last_error = scrape
 
-    def _remember(self, scrape: Scrape) -> None:
+    @property
+    def scrapes(self) -> ScrapeView:
+        """The successful scrapes behind `points`, oldest first: the newest whole, older ones
+        rebuilt from what the history keeps of them (pointlog.py says what)."""
+        return ScrapeView(self.points, self.last_ok)
+
+    def _remember(self, scrape: Scrape, hists: object) -> None:
         sm = scrape.sample
         vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
         last, run, gaps = self._run
-        cum: list[float | None] = [None] * _NVALS
+        row = [_NAN] * (2 * _NVALS)
         for i, v in enumerate(vals):
             if v is None:
                 gaps[i] += 1
@@ -126,9 +131,13 @@ class ReplicaHistory:
             if p is not None:
                 run[i] += v - p if v >= p else v  # as counter_delta: a reset counts from zero
             last[i] = v
-            cum[i] = run[i]
+            row[i] = v
+            row[_NVALS + i] = run[i]
         rec = self._recent
-        rec.append((scrape.ts, vals, scrape, tuple(cum), tuple(gaps)))
+        g = tuple(gaps)
+        if rec and rec[-1][3] == g:
+            g = rec[-1][3]  # gaps rarely change: one tuple for the run
+        rec.append((scrape.ts, array("d", row), hists, g))
         cutoff = scrape.ts - max(self.windows.rate_s, self.windows.quantile_s)
         while len(rec) >= 2 and rec[1][0] <= cutoff:  # rec[1] is a baseline on its own
             rec.popleft()
@@ -149,18 +158,18 @@ class ReplicaHistory:
         return out
 
     def _thin(self, now: float) -> None:
+        """Scrapes past the windows keep their histograms only as baselines, about one per
+        `hist_keep_every_s` (in the thinned tier, only points that tier keeps)."""
         w = self.windows
-        cutoff = now - max(w.quantile_s, w.rate_s) - 5.0
-        sc = self.scrapes
-        while self._thinned < len(sc) and sc[self._thinned].ts < cutoff:
-            old = sc[self._thinned]
-            if old.ts - self._kept_ts >= w.hist_keep_every_s:
-                self._kept_ts = old.ts
-            elif old.sample is not None:
-                prev = sc[self._thinned - 1].sample if self._thinned else None
-                sc[self._thinned] = replace(old, sample=_compact(old.sample, prev),
-                                            derived=old.derived or _NOTHING)
-            self._thinned += 1
+        every = self.points.thinned_every
+
+        def keep(ts: float, seq: int) -> bool:
+            if ts - self._kept_ts >= w.hist_keep_every_s and seq % every == 0:
+                self._kept_ts = ts
+                return True
+            return False
+
+        self.points.drop_hists(now - max(w.quantile_s, w.rate_s) - 5.0, keep)
 
     # -- state ------------------------------------------------------------------
     def state(self, now: float) -> str:
@@ -205,44 +214,42 @@ class ReplicaHistory:
             return None
         i = name if isinstance(name, int) else _IDX[name]
         a, b = win[0], win[-1]
-        if a[3][i] is not None and b[3][i] is not None and a[4][i] == b[4][i]:
-            d = b[3][i] - a[3][i]  # a value at every point of the window: the running sums
+        ca, cb = a[1][_NVALS + i], b[1][_NVALS + i]
+        if ca == ca and cb == cb and a[3][i] == b[3][i]:  # (x == x: not NaN)
+            d = cb - ca  # a value at every point of the window: the running sums
         else:
-            d = counter_delta(pt[1][i] for pt in win)  # gaps: counter_delta's own rules
+            d = counter_delta(v if (v := pt[1][i]) == v else None for pt in win)  # gaps: counter_delta's rules
         dt = b[0] - a[0]
         if d is None or dt <= 0:
             return None
         return d / dt
 
-    def _hist_delta(self, win: list[Scrape], name: str) -> Histogram | None:
-        if not win:
-            return None
-        newest = win[-1].sample.hist(name)
+    @staticmethod
+    def _hist_delta(newest_scrape: Scrape, base: object, name: str) -> Histogram | None:
+        newest = newest_scrape.sample.hist(name)
         if newest is None:
             return None
-        if len(win) < 2:
+        if base is None:
             return newest
-        oldest = win[0].sample.hist(name)
-        # A reset inside the window: fall back to observations since the reset.
-        delta = newest.minus(oldest)
-        return delta
+        # A reset inside the window: `minus` falls back to observations since the reset.
+        return newest.minus(unpack_hist(base, name))
 
     def _derive(self, s: Scrape) -> ReplicaMetrics:
         sm = s.sample
         w = self.windows
         rwin = self._recent_window(w.rate_s)
         qpts = self._recent_window(w.quantile_s)
-        qwin = [qpts[0][2], qpts[-1][2]] if len(qpts) >= 2 else [pt[2] for pt in qpts]  # the delta's ends
+        base = qpts[0][2] if len(qpts) >= 2 else None  # the delta's older end (the newest is `s`)
         deltas: dict[str, Histogram | None] = {}
 
         def q(name: str, p: float) -> float | None:
             h = deltas.get(name, _MISSING)
             if h is _MISSING:  # one delta per histogram, shared by its quantiles
-                h = deltas[name] = self._hist_delta(qwin, name)
+                h = deltas[name] = self._hist_delta(s, base, name)
             return h.quantile(p) if h is not None and h.count > 0 else None
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
-        running_vals = sorted([v for pt in qpts if (v := pt[1][_RUNNING]) is not None])
+        running_vals = sorted([v for pt in qpts if (v := pt[1][_RUNNING]) == v])
         batch_p95 = None
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]
@@ -290,87 +297,6 @@ class ReplicaHistory:
 
 
 _METRIC_FIELDS = frozenset(f.name for f in fields(ReplicaMetrics))
-
-
-class CompactValues(Mapping):
-    """A read-only name -> float mapping in one array of doubles, its names shared by every
-    mapping with the same ones: ~230 bytes for a page's ~15 values against ~1 KB as a dict of
-    boxed floats. Old scrapes (past the windows, most of an hour's history) are kept so."""
-
-    __slots__ = ("_index", "_vals")
-
-    def __init__(self, values: Mapping[str, float]) -> None:
-        names = tuple(values)
-        index = _INDEXES.get(names)
-        if index is None:
-            if len(_INDEXES) > 1000:
-                _INDEXES.clear()
-            index = _INDEXES[names] = {n: i for i, n in enumerate(names)}
-        self._index = index
-        self._vals = array("d", list(values.values()))  # from a list: sized exactly, not grown
-
-    def __getitem__(self, name: str) -> float:
-        return self._vals[self._index[name]]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._index
-
-    def __iter__(self):
-        return iter(self._index)
-
-    def __len__(self) -> int:
-        return len(self._vals)
-
-    def __reduce__(self):
-        return (CompactValues, (dict(self),))
-
-
-_INDEXES: dict[tuple[str, ...], dict[str, int]] = {}
-
-
-def _compact(sample: Sample, prev: Sample | None) -> Sample:
-    """An old scrape's Sample without histograms, its values compacted, its config shared with
-    the scrape before it when equal (it rarely changes)."""
-    engines = {k: EngineSample(e.values if isinstance(e.values, CompactValues) else CompactValues(e.values),
-                               _NOTHING) for k, e in sample.engines.items()}
-    cfg, extra = sample.cache_config, sample.extra
-    if prev is not None and prev.cache_config == cfg:
-        cfg = prev.cache_config
-    if prev is not None and isinstance(prev.extra, CompactValues) and _same(prev.extra, extra):
-        extra = prev.extra  # the page's other scalars rarely move: one copy for a run of scrapes
-    elif not isinstance(extra, CompactValues):
-        extra = CompactValues(extra)
-    return replace(sample, engines=engines, cache_config=cfg, extra=extra)
-
-
-class _Nothing(Mapping):
-    """The one read-only empty mapping every old scrape shares for its dropped histograms and
-    absent derived values (an empty dict each costs 64 bytes a point); pickles as itself."""
-
-    __slots__ = ()
-
-    def __getitem__(self, key: str):
-        raise KeyError(key)
-
-    def __iter__(self):
-        return iter(())
-
-    def __len__(self) -> int:
-        return 0
-
-    def __reduce__(self):
-        return (_nothing, ())
-
-
-def _nothing() -> Mapping:
-    return _NOTHING
-
-
-_NOTHING: Mapping = _Nothing()
-
-
-def _same(a: Mapping[str, float], b: Mapping[str, float]) -> bool:
-    return len(a) == len(b) and all(k in a and a[k] == v for k, v in b.items())
 
 
 def _float_or_none(v: str | None) -> float | None:

@@ -1,109 +1,408 @@
-"""A replica's derived points, (ts, ReplicaMetrics), oldest first, bounded like a deque.
+"""A replica's retained points, (ts, ReplicaMetrics), oldest first, and aligned with them the
+part of each scrape the diagnosis reads back (`ScrapeView`: what `ReplicaHistory.scrapes` is).
 
-An hour of points is most of a replica's history: as objects each costs ~800 bytes (a
-ReplicaMetrics of boxed floats, its tuple, its timestamp). Only the newest `keep` points stay
-objects (the diagnosis tracks its last point by identity); older ones are packed into one
-fixed-stride array of doubles, exact, and rebuilt on demand for the few readers that iterate
-old points (verdict replay, plots, the triage look-back).
+An hour of points is most of kvwatch's memory. Only the newest `keep` points stay objects (the
+diagnosis tracks its last point by identity); older ones are packed as rows of numbers in
+fixed-stride arrays and rebuilt on demand for the few readers that iterate old points (verdict
+replay, plots, the triage and runbook look-backs). Three tiers, newest first:
+
+- objects: the newest `keep` points;
+- fine: the next points up to `fine` in all (all of a history up to `whole` points: the
+  default ten minutes), at the scrape interval;
+- coarse: past `fine` (only in a history longer than `whole`), one point in `every`, packed
+  the same way.
+
+Every packed number is a double, so a packed point or scrape reads back exactly.
+
+A packed scrape keeps its pod-level values of `SCRAPE_VALUES` (what the rules, runbook, triage
+and scale-out read; the gauges its point already holds are taken from the point), its process
+CPU and scrape latency, its GPU reading and source-derived values when it had them, and, while
+inside the windows, the window histograms (`WINDOW_HISTS`, summed over engines) in one array;
+past the windows, about one scrape a minute keeps the look-back ones (`LOOKBACK_HISTS`). Everything else of the
+page (other families, per-engine breakdown, the other histograms) lives only on the newest
+scrape (`ReplicaHistory.last_ok`).
 """
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import deque
-from collections.abc import Iterator, Sequence
-from dataclasses import fields
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
 
-from .model import ReplicaMetrics
+from .model import AtLeast, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape
 
 Point = tuple[float, ReplicaMetrics]
 _NAMES = tuple(f.name for f in fields(ReplicaMetrics))
 _STRIDE = len(_NAMES)
 
+WHOLE_POINTS = 600  # a history up to this many points (the default ten minutes) is kept at the interval
+FINE_POINTS = 300  # a longer one keeps its newest this many at the interval,
+COARSE_EVERY = 10  # and one point in ten before them (an hour at 1 s: 300 + 330 points)
+COARSE_BASELINE_S = 300.0  # baseline histograms in that thinned tier: about one per five minutes
+
+# Pod-level values an old scrape answers `sample.value(name)` for.
+SCRAPE_VALUES = ("kv_usage", "running", "waiting", "waiting_capacity", "waiting_deferred", "swapped", "preemptions",
+                 "requests_success", "requests_aborted", "generation_tokens", "prompt_tokens", "prefix_hits",
+                 "prefix_queries", "gen_throughput", "cache_hit_rate", "retracted")
+# Of those, the gauges the point holds as they were on the page (unless the source derived its own).
+_FROM_POINT = ("kv_usage", "running", "waiting", "waiting_capacity", "waiting_deferred")
+_PACKED = tuple(n for n in SCRAPE_VALUES if n not in _FROM_POINT)
+_CPU, _LAT = len(_PACKED), len(_PACKED) + 1  # process_cpu_seconds, latency_s after them
+_VSTRIDE = len(_PACKED) + 2
+# Histograms the windows' quantiles and the look-backs (triage, runbook, capacity) read.
+WINDOW_HISTS = ("ttft", "itl", "e2e", "queue_time", "prompt_len", "gen_len", "max_tokens")
+LOOKBACK_HISTS = ("ttft", "itl", "prompt_len", "gen_len", "max_tokens")  # triage, runbook, capacity
+_NAN = float("nan")
+
+
+@dataclass(frozen=True, slots=True)
+class _Meta:
+    """What a run of scrapes shares (one object for them all while it does not change)."""
+
+    replica: str
+    engine_key: str
+    generation: str
+    engine: str
+    model_name: str | None
+    cache_config: Mapping[str, str]
+    pod: Any
+    group: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Extra:
+    """A packed scrape's rarer parts; rows without any share their `_Meta` instead."""
+
+    meta: _Meta
+    hists: tuple[tuple, array] | None  # (layout, counts..sum,count per histogram) or None
+    gpu: Any = None
+    derived: Mapping[str, float] | None = None
+    page: Mapping[str, float | None] | None = None  # _FROM_POINT values where the point's differ
+
+
+_LAYOUTS: dict[tuple, tuple] = {}  # interned (name, bounds) layouts: one object per bucket shape
+
+
+def pack_hists(sample: Sample, names: tuple[str, ...] = WINDOW_HISTS) -> tuple[tuple, array] | None:
+    """The window histograms of `sample`, summed over engines, as (layout, one array)."""
+    return _pack([(n, h) for n in names if (h := sample.hist(n)) is not None])
+
+
+def _subset(packed: tuple[tuple, array] | None, names: tuple[str, ...]) -> tuple[tuple, array] | None:
+    if packed is None:
+        return None
+    return _pack([(n, h) for n in names if (h := unpack_hist(packed, n)) is not None])
+
+
+def _pack(hists: list[tuple[str, Histogram]]) -> tuple[tuple, array] | None:
+    layout, vals = [], []
+    for name, h in hists:
+        layout.append((name, h.bounds))
+        vals.extend(h.counts)
+        vals.append(h.sum)
+        vals.append(h.count)
+    if not layout:
+        return None
+    key = tuple(layout)
+    shared = _LAYOUTS.get(key)
+    if shared is None:
+        if len(_LAYOUTS) > 1000:
+            _LAYOUTS.clear()
+        shared = _LAYOUTS[key] = key
+    return shared, array("d", vals)
+
+
+def unpack_hist(packed: tuple[tuple, array] | None, name: str) -> Histogram | None:
+    if packed is None:
+        return None
+    layout, vals = packed
+    o = 0
+    for n, bounds in layout:
+        k = len(bounds)
+        if n == name:
+            return Histogram(bounds, tuple(vals[o:o + k]), vals[o + k], vals[o + k + 1])
+        o += k + 2
+    return None
+
+
+def _unpack_all(packed: tuple[tuple, array] | None) -> Mapping[str, Histogram]:
+    if packed is None:
+        return _EMPTY
+    return {n: unpack_hist(packed, n) for n, _ in packed[0]}
+
+
+class _Ring:
+    """Fixed-capacity ring of packed rows: ts, the derived values (`mcode` doubles or floats)
+    with bit masks of the fields that were None / ints, the scrape values, one side object."""
+
+    __slots__ = ("cap", "ts", "seq", "m", "none", "ints", "v", "side", "head", "n")
+
+    def __init__(self, cap: int, mcode: str = "d") -> None:
+        self.cap = cap
+        self.ts, self.m, self.v = array("d"), array(mcode), array("d")
+        self.seq, self.none, self.ints = array("q"), array("Q"), array("Q")
+        self.side: list[Any] = []
+        self.head = 0
+        self.n = 0
+
+    def copy(self) -> _Ring:
+        new = _Ring(self.cap, self.m.typecode)
+        new.ts, new.m, new.v = array("d", self.ts), array(self.m.typecode, self.m), array("d", self.v)
+        new.seq, new.none, new.ints = array("q", self.seq), array("Q", self.none), array("Q", self.ints)
+        new.side = list(self.side)
+        new.head, new.n = self.head, self.n
+        return new
+
+    def slot(self, i: int) -> int:
+        return (self.head + i) % self.cap
+
+    def get(self, i: int) -> tuple:
+        s = self.slot(i)
+        return (self.ts[s], self.seq[s], self.m[s * _STRIDE:(s + 1) * _STRIDE], self.none[s], self.ints[s],
+                self.v[s * _VSTRIDE:(s + 1) * _VSTRIDE], self.side[s])
+
+    def push(self, row: tuple) -> tuple | None:
+        """Add `row` as the newest; the oldest row when one made way, else None."""
+        if self.cap <= 0:
+            return row
+        out = None
+        if self.n == self.cap:
+            out = self.get(0)
+            s = self.head
+            self.head = (self.head + 1) % self.cap
+        else:
+            s = self.slot(self.n)
+            self.n += 1
+        ts, seq, m, none, ints, v, side = row
+        if s == len(self.ts):  # still growing
+            self.ts.append(ts)
+            self.seq.append(seq)
+            self.m.extend(m)
+            self.none.append(none)
+            self.ints.append(ints)
+            self.v.extend(v)
+            self.side.append(side)
+            if self.n == self.cap:  # full from now on: arrays of exactly its size (growth over-allocates)
+                for name in ("ts", "seq", "m", "none", "ints", "v"):
+                    a = getattr(self, name)
+                    setattr(self, name, array(a.typecode, a))
+        else:
+            self.ts[s], self.seq[s] = ts, seq
+            self.m[s * _STRIDE:(s + 1) * _STRIDE] = m if isinstance(m, array) else array("d", m)
+            self.none[s], self.ints[s], self.side[s] = none, ints, side
+            self.v[s * _VSTRIDE:(s + 1) * _VSTRIDE] = v if isinstance(v, array) else array("d", v)
+        return out
+
+
+_FROM_IDX = tuple((n, _NAMES.index(n)) for n in _FROM_POINT)
+_TYPE_BITS = _STRIDE  # `ints` holds int bits at j and, at _TYPE_BITS + j, an AtLeast (+Inf bucket)
+assert 2 * _STRIDE < 64
+
+
+def _pack_metrics(m: ReplicaMetrics) -> tuple[list[float], int, int, bool]:
+    none = ints = 0
+    row = [0.0] * _STRIDE
+    odd = False
+    for i, name in enumerate(_NAMES):
+        v = getattr(m, name)
+        if v is None:
+            none |= 1 << i
+        elif type(v) is float:
+            row[i] = v
+        elif type(v) is int and abs(v) < 1 << 53:
+            row[i] = float(v)
+            ints |= 1 << i
+        elif type(v) is AtLeast:
+            row[i] = float(v)
+            ints |= 1 << (_TYPE_BITS + i)
+        else:
+            odd = True
+    return row, none, ints, odd
+
+
+def _unpack_metrics(m: Sequence[float], none: int, ints: int) -> ReplicaMetrics:
+    if not ints >> _TYPE_BITS:
+        return ReplicaMetrics(*[None if none >> j & 1 else (int(v) if ints >> j & 1 else v) for j, v in enumerate(m)])
+    return ReplicaMetrics(*[None if none >> j & 1 else (int(v) if ints >> j & 1 else
+                                                          AtLeast(v) if ints >> (_TYPE_BITS + j) & 1 else v)
+                            for j, v in enumerate(m)])
+
+
+def pack_scrape(s: Scrape | None, m: ReplicaMetrics, meta: _Meta | None, hists: Any = False) -> tuple[list[float], Any]:
+    """(scrape values row, side object) for a successful scrape whose point is `m`; `meta` is
+    reused when equal; `hists` is its `pack_hists` when the caller already has it."""
+    if s is None or s.sample is None:
+        return [_NAN] * _VSTRIDE, None
+    sm = s.sample
+    row = [_NAN if (v := sm.value(n)) is None else v for n in _PACKED]
+    page = None
+    for n in _FROM_POINT:
+        v = sm.value(n)
+        if v != getattr(m, n) or type(v) is not type(getattr(m, n)):
+            page = page or {}
+            page[n] = v
+    row.append(_NAN if sm.process_cpu_seconds is None else sm.process_cpu_seconds)
+    row.append(_NAN if s.latency_s is None else s.latency_s)
+    key = next(iter(sm.engines), "")
+    if not (meta is not None and meta.replica == s.replica and meta.engine_key == key
+            and meta.generation == sm.generation and meta.engine == sm.engine and meta.model_name == sm.model_name
+            and (meta.cache_config is sm.cache_config or meta.cache_config == sm.cache_config)
+            and meta.pod == s.pod and meta.group == s.group):
+        meta = _Meta(s.replica, key, sm.generation, sm.engine, sm.model_name, sm.cache_config, s.pod, s.group)
+    if hists is False:
+        hists = pack_hists(sm)
+    if hists is None and s.gpu is None and not s.derived and page is None:
+        return row, meta
+    return row, _Extra(meta, hists, s.gpu, dict(s.derived) if s.derived else None, page)
+
+
+def _meta_of(side: Any) -> _Meta | None:
+    return side.meta if isinstance(side, _Extra) else side
+
+
+def with_hists(side: Any, names: tuple[str, ...]) -> Any:
+    """`side` with only the histograms `names` (none: its meta alone, when it has nothing else)."""
+    if not isinstance(side, _Extra) or side.hists is None:
+        return side
+    hists = _subset(side.hists, names) if names else None
+    if hists is None and side.gpu is None and not side.derived and side.page is None:
+        return side.meta
+    return _Extra(side.meta, hists, side.gpu, side.derived, side.page)
+
+
+def hists_of(side: Any) -> tuple[tuple, array] | None:
+    return side.hists if isinstance(side, _Extra) else None
+
 
 class PointLog(Sequence):
-    __slots__ = ("maxlen", "keep", "_recent", "_ts", "_vals", "_none", "_ints", "_odd", "_head", "_n")
+    __slots__ = ("maxlen", "keep", "every", "_recent", "_fine", "_coarse", "_odd", "_seq", "_meta", "_thin_seq",
+                 "_coarse_kept")
 
-    def __init__(self, maxlen: int, keep: int = 64) -> None:
+    def __init__(self, maxlen: int, keep: int = 16, fine: int = FINE_POINTS, every: int = COARSE_EVERY,
+                 whole: int = WHOLE_POINTS) -> None:
         self.maxlen = maxlen
         self.keep = max(1, min(keep, maxlen))
-        self._recent: deque[Point] = deque()
-        # Packed old points: a ring of `maxlen - keep` rows, grown as points arrive. Per row its
-        # timestamp, one double per field, and bit masks of the fields that were None / ints.
-        self._ts = array("d")
-        self._vals = array("d")
-        self._none = array("Q")
-        self._ints = array("Q")
-        self._odd: dict[int, Point] = {}  # rows with a value that is no float or int, kept whole
-        self._head = 0  # ring slot of the oldest packed row
-        self._n = 0  # packed rows
+        fine_n = max(self.keep, maxlen if maxlen <= whole else min(fine, maxlen))
+        self.every = max(1, every)
+        # newest: (point, scrape values row, side object)
+        self._recent: deque[tuple[Point, list[float], Any]] = deque()
+        self._fine = _Ring(fine_n - self.keep, "d")
+        self._coarse = _Ring(-(-(maxlen - fine_n) // self.every) if maxlen > fine_n else 0, "d")
+        self._odd: dict[int, Point] = {}  # points with a value that is no float or int, kept whole, by seq
+        self._seq = 0  # points appended so far: the next point's sequence number
+        self._meta: _Meta | None = None
+        self._thin_seq = 0  # points before this one had their window histograms thinned
+        self._coarse_kept = float("-inf")  # time of the last baseline kept in the thinned tier
 
-    def append(self, point: Point) -> None:
-        self._recent.append(point)
+    # -- writing ------------------------------------------------------------------
+    def append(self, point: Point, scrape: Scrape | None = None, hists: Any = False) -> None:
+        row, side = pack_scrape(scrape, point[1], self._meta, hists)
+        if side is not None:
+            self._meta = _meta_of(side)
+        self._recent.append((point, row, side))
+        self._seq += 1
         if len(self._recent) > self.keep:
-            self._pack(self._recent.popleft())
+            self._pack(*self._recent.popleft())
 
-    def _pack(self, point: Point) -> None:
-        cap = self.maxlen - self.keep
-        if cap <= 0:
-            return
-        if self._n == cap:  # full: the oldest row makes way
-            slot = self._head
-            self._head = (self._head + 1) % cap
-        else:
-            slot = (self._head + self._n) % cap
-            self._n += 1
+    def _pack(self, point: Point, vrow: list[float], side: Any) -> None:
         ts, m = point
-        none = ints = 0
-        row = [0.0] * _STRIDE
-        odd = False
-        for i, name in enumerate(_NAMES):
-            v = getattr(m, name)
-            if v is None:
-                none |= 1 << i
-            elif type(v) is float:
-                row[i] = v
-            elif type(v) is int and abs(v) < 1 << 53:
-                row[i] = float(v)
-                ints |= 1 << i
-            else:
-                odd = True
-        self._odd.pop(slot, None)
+        seq = self._seq - len(self._recent) - 1  # the sequence number of the point being packed
+        mrow, none, ints, odd = _pack_metrics(m)
         if odd:
-            self._odd[slot] = point
-        if slot == len(self._ts):  # still growing
-            self._ts.append(ts)
-            self._vals.extend(row)
-            self._none.append(none)
-            self._ints.append(ints)
+            self._odd[seq] = point
+        out = self._fine.push((ts, seq, mrow, none, ints, vrow, side))
+        if out is None or self._coarse.cap <= 0:
+            if out is not None:
+                self._odd.pop(out[1], None)
+            return
+        if out[1] % self.every == 0:
+            side = out[6]
+            if isinstance(side, _Extra) and side.hists is not None:
+                if out[0] - self._coarse_kept >= COARSE_BASELINE_S:
+                    self._coarse_kept = out[0]
+                else:
+                    out = out[:6] + (with_hists(side, ()),)
+            out = self._coarse.push(out)
+            if out is not None:
+                self._odd.pop(out[1], None)
         else:
-            self._ts[slot] = ts
-            self._vals[slot * _STRIDE:(slot + 1) * _STRIDE] = array("d", row)
-            self._none[slot] = none
-            self._ints[slot] = ints
+            self._odd.pop(out[1], None)
+
+    def drop_hists(self, before_ts: float, keep) -> None:
+        """Forget the window histograms of the points older than `before_ts`, except where
+        `keep(ts, seq)` says to keep them (the baselines); each point is visited once."""
+        f, rec = self._fine, self._recent
+        first = self._seq - len(rec) - f.n  # sequence number of the oldest fine row
+        seq = max(self._thin_seq, first)
+        while seq < self._seq - 1:  # never the newest
+            k = seq - first
+            if k < f.n:
+                s = f.slot(k)
+                ts, side = f.ts[s], f.side[s]
+            else:
+                pt, v, side = rec[k - f.n]
+                ts = pt[0]
+            if ts >= before_ts:
+                break
+            if isinstance(side, _Extra) and side.hists is not None:
+                side = with_hists(side, LOOKBACK_HISTS if keep(ts, seq) else ())
+                if k < f.n:
+                    f.side[s] = side
+                else:
+                    rec[k - f.n] = (pt, v, side)
+            seq += 1
+        self._thin_seq = seq
 
     def frozen(self) -> PointLog:
         """An independent copy (the packed rows copied as memory, not rebuilt): a snapshot."""
-        new = PointLog(self.maxlen, self.keep)
+        new = PointLog.__new__(PointLog)
+        new.maxlen, new.keep, new.every = self.maxlen, self.keep, self.every
         new._recent = deque(self._recent)
-        new._ts, new._vals = array("d", self._ts), array("d", self._vals)
-        new._none, new._ints = array("Q", self._none), array("Q", self._ints)
-        new._odd, new._head, new._n = dict(self._odd), self._head, self._n
+        new._fine, new._coarse = self._fine.copy(), self._coarse.copy()
+        new._odd, new._seq, new._meta, new._thin_seq = dict(self._odd), self._seq, self._meta, self._thin_seq
+        new._coarse_kept = self._coarse_kept
         return new
 
-    def _row(self, i: int) -> Point:
-        slot = (self._head + i) % (self.maxlen - self.keep)
-        odd = self._odd.get(slot)
+    @property
+    def thinned_every(self) -> int:
+        """1 in how many points the thinned tier keeps (1: this log has no such tier)."""
+        return self.every if self._coarse.cap > 0 else 1
+
+    # -- reading --------------------------------------------------------------------
+    def _where(self, i: int) -> tuple[_Ring | None, int]:
+        nc, nf = self._coarse.n, self._fine.n
+        if i < nc:
+            return self._coarse, i
+        if i < nc + nf:
+            return self._fine, i - nc
+        return None, i - nc - nf
+
+    def _point(self, ring: _Ring, j: int) -> Point:
+        ts, seq, m, none, ints, _v, _side = ring.get(j)
+        odd = self._odd.get(seq)
         if odd is not None:
             return odd
-        none, ints = self._none[slot], self._ints[slot]
-        base = slot * _STRIDE
-        vals = self._vals[base:base + _STRIDE]
-        out = [None if none >> j & 1 else (int(v) if ints >> j & 1 else v) for j, v in enumerate(vals)]
-        return (self._ts[slot], ReplicaMetrics(*out))
+        return (ts, _unpack_metrics(m, none, ints))
+
+    def ts(self, i: int) -> float:
+        ring, j = self._where(i)
+        return self._recent[j][0][0] if ring is None else ring.ts[ring.slot(j)]
+
+    def row(self, i: int) -> tuple[float, Sequence[float], Any, dict[str, float | None]]:
+        """(ts, scrape values row, side object, the _FROM_POINT values) of point i, for ScrapeView."""
+        ring, j = self._where(i)
+        if ring is None:
+            (ts, m), v, side = self._recent[j]
+            return ts, v, side, {n: getattr(m, n) for n in _FROM_POINT}
+        ts, _seq, m, none, ints, v, side = ring.get(j)
+        return ts, v, side, {n: None if none >> k & 1 else (int(m[k]) if ints >> k & 1 else m[k])
+                             for n, k in _FROM_IDX}
 
     def __len__(self) -> int:
-        return self._n + len(self._recent)
+        return self._coarse.n + self._fine.n + len(self._recent)
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -113,17 +412,141 @@ class PointLog(Sequence):
             i += n
         if not 0 <= i < n:
             raise IndexError("point index out of range")
-        return self._row(i) if i < self._n else self._recent[i - self._n]
+        ring, j = self._where(i)
+        return self._recent[j][0] if ring is None else self._point(ring, j)
 
     def __iter__(self) -> Iterator[Point]:
-        for i in range(self._n):
-            yield self._row(i)
-        yield from self._recent
+        for ring in (self._coarse, self._fine):
+            for j in range(ring.n):
+                yield self._point(ring, j)
+        for p, _v, _s in self._recent:
+            yield p
 
     def __reversed__(self) -> Iterator[Point]:
-        yield from reversed(self._recent)
-        for i in range(self._n - 1, -1, -1):
-            yield self._row(i)
+        for p, _v, _s in reversed(self._recent):
+            yield p
+        for ring in (self._fine, self._coarse):
+            for j in range(ring.n - 1, -1, -1):
+                yield self._point(ring, j)
 
     def __bool__(self) -> bool:
         return bool(self._recent)
+
+    def timestamps(self) -> Iterator[float]:
+        for ring in (self._coarse, self._fine):
+            for j in range(ring.n):
+                yield ring.ts[ring.slot(j)]
+        for (ts, _), _v, _s in self._recent:
+            yield ts
+
+
+class _Empty(Mapping):
+    """The one read-only empty mapping rebuilt scrapes share; pickles as itself."""
+
+    __slots__ = ()
+
+    def __getitem__(self, key: str):
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __reduce__(self):
+        return (_empty, ())
+
+
+def _empty() -> Mapping:
+    return _EMPTY
+
+
+_EMPTY: Mapping = _Empty()
+
+
+def rebuild(ts: float, v: Sequence[float], side: Any, gauges: dict[str, float | None]) -> Scrape:
+    """A packed scrape as a Scrape: its pod-level values under its first engine's key."""
+    meta = _meta_of(side)
+    extra = side if isinstance(side, _Extra) else None
+    if extra is not None and extra.page:
+        gauges = {**gauges, **extra.page}
+    vals = {n: x for n, x in gauges.items() if x is not None}
+    vals.update({n: x for n, x in zip(_PACKED, v) if x == x})  # NaN: not on the page
+    cpu, lat = v[_CPU], v[_LAT]
+    hists = _unpack_all(hists_of(side))
+    if meta is None:  # not a scrape (PointLog used without one)
+        return Scrape(ts, "", Sample(engines={"": EngineSample(vals, hists)}))
+    sample = Sample(engines={meta.engine_key: EngineSample(vals, hists)}, generation=meta.generation,
+                    engine=meta.engine, model_name=meta.model_name, cache_config=meta.cache_config,
+                    process_cpu_seconds=None if math.isnan(cpu) else cpu, extra=_EMPTY)
+    return Scrape(ts, meta.replica, sample, gpu=extra.gpu if extra else None, pod=meta.pod, group=meta.group,
+                  latency_s=None if math.isnan(lat) else lat,
+                  derived=(extra.derived if extra and extra.derived else _EMPTY))
+
+
+class ScrapeView(Sequence):
+    """`ReplicaHistory.scrapes`: the successful scrapes behind the points, oldest first; the
+    newest is the scrape itself, older ones rebuilt from their packed rows on each read."""
+
+    __slots__ = ("_log", "_last")
+
+    def __init__(self, log: PointLog, last: Any) -> None:
+        self._log = log
+        self._last = last  # the newest scrape itself (the history's last_ok)
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    def _get(self, i: int) -> Scrape:
+        if i == len(self._log) - 1:
+            last = self._last
+            if last is not None:
+                return last
+        return rebuild(*self._log.row(i))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._get(j) for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("scrape index out of range")
+        return self._get(i)
+
+    def __iter__(self) -> Iterator[Scrape]:
+        for i in range(len(self)):
+            yield self._get(i)
+
+    def __reversed__(self) -> Iterator[Scrape]:
+        for i in range(len(self) - 1, -1, -1):
+            yield self._get(i)
+
+    def __bool__(self) -> bool:
+        return len(self._log) > 0
+
+    def _first_at(self, start: float) -> int:
+        lo, hi = 0, len(self._log)
+        while lo < hi:  # the first index with ts >= start (times ascend)
+            mid = (lo + hi) // 2
+            if self._log.ts(mid) < start:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def before(self, start: float) -> Iterator[Scrape]:
+        """The scrapes with ts < start, newest first, each rebuilt only when reached."""
+        for i in range(self._first_at(start) - 1, -1, -1):
+            yield self._get(i)
+
+    def since(self, start: float, end: float = math.inf) -> list[Scrape]:
+        """The scrapes with start <= ts <= end, rebuilding only those (a bisect on the times)."""
+        out = []
+        for i in range(self._first_at(start), len(self._log)):
+            s = self._get(i)
+            if s.ts > end:
+                break
+            out.append(s)
+        return out

@@ -24,6 +24,7 @@ from typing import Any
 
 from .diagnosis import export_state, import_state
 from .monitor import Monitor
+from .pointlog import PointLog
 from .sources.replay import ReplaySource
 
 
@@ -58,6 +59,8 @@ def _clone(obj: Any, depth: int) -> Any:
     """Copy mutable containers and objects `depth` levels down; immutable values are shared."""
     if _frozen(obj) or depth <= 0 or callable(obj):
         return obj
+    if isinstance(obj, PointLog):
+        return obj.frozen()  # packed rows: copied as memory, whatever the depth
     if isinstance(obj, deque):
         return deque((_clone(x, depth - 1) for x in obj), obj.maxlen)
     if isinstance(obj, dict):

@@ -426,7 +426,10 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
         last_ts = tr.last_point[0]
         idx = None
         for i in range(len(pts) - 1, -1, -1):  # the last consumed point, searched from the right
-            if pts[i] is tr.last_point:
+            p = pts[i]
+            # by identity while it is one of the newest objects; packed points (a batch of many
+            # points at once) come back as equal copies: the same time in the same history
+            if p is tr.last_point or (p[0] == last_ts and p == tr.last_point):
                 idx = i
                 break
             if pts[i][0] < last_ts:

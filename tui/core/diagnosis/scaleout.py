@@ -51,7 +51,7 @@ class _Rates:
 
 
 def _rates(h: ReplicaHistory, now: float, window_s: float) -> _Rates | None:
-    win = [s for s in h.scrapes if now - window_s <= s.ts <= now]
+    win = h.scrapes.since(now - window_s, now)
     if len(win) < 2 or win[-1].ts - win[0].ts <= 0:
         return None
     dt = win[-1].ts - win[0].ts

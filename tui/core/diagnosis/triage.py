@@ -91,13 +91,14 @@ def _get(obj: Any, key: str, default=None):
 def hist_between(h: ReplicaHistory, name: str, start: float, end: float) -> Histogram | None:
     """Observations of histogram `name` between the scrapes nearest `start` and `end`."""
     # the history thins old scrapes' histograms (one kept a minute): use the nearest that kept it
-    scr = [s for s in h.scrapes if start <= s.ts <= end and s.sample.hist(name) is not None]
+    view = h.scrapes
+    scr = [s for s in view.since(start, end) if s.sample.hist(name) is not None]
     if not scr:
         return None
     newest = scr[-1].sample.hist(name)
     # the scrape just before the window is the baseline of the delta, when there is one
-    before = [s for s in h.scrapes if s.ts < start and s.sample.hist(name) is not None]
-    base = (before[-1] if before else scr[0]).sample.hist(name)
+    before = next((s for s in view.before(start) if s.sample.hist(name) is not None), None)
+    base = (before or scr[0]).sample.hist(name)
     d = newest.minus(base) if base is not None and base is not newest else newest
     return d if d.count > 0 else None
 
@@ -244,7 +245,7 @@ def _shape(h: ReplicaHistory, now: float, window_s: float, baseline: tuple[float
 
 
 def _rate(h: ReplicaHistory, name: str, start: float, end: float) -> float | None:
-    scr = [s for s in h.scrapes if start <= s.ts <= end]
+    scr = h.scrapes.since(start, end)
     if len(scr) < 2:
         return None
     a, b = scr[0].sample.value(name), scr[-1].sample.value(name)

@@ -187,12 +187,15 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=10.0, help="seconds measured")
     ap.add_argument("--floor-endpoints", type=int, default=64)
     ap.add_argument("--floor-rounds", type=int, default=10)
+    ap.add_argument("--history", type=float, default=None,
+                    help="history_window in seconds, through a config file (default: the product's 600 s)")
     ap.add_argument("--no-floor", action="store_true")
     ap.add_argument("--floor-only", action="store_true", help="only the HTTP client floor")
     args = ap.parse_args()
     print(describe() + "; " + load_average() + " at start")
+    hist = f"history_window {args.history:g} s" if args.history else "default history (600 s)"
     print(f"kvwatch from {ROOT}; 1 s interval; warm-up {args.warmup:g} s, window {args.window:g} s; "
-          f"tui = 200x50 pty with drawing, json = --json, no drawing; default history (600 s)")
+          f"tui = 200x50 pty with drawing, json = --json, no drawing; {hist}")
     if not args.no_floor:
         client_floor(args.floor_endpoints, args.floor_rounds)
     if args.floor_only:
@@ -200,6 +203,12 @@ def main() -> int:
     print(f"{'endpoints':>9} {'mode':<5} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8}  vs target "
           f"(RSS at {args.warmup + args.window:g} s)")
     env = kvwatch_env()
+    if args.history:
+        import tempfile
+
+        cfg = Path(tempfile.mkdtemp(prefix="kvwatch-bench-")) / "config.toml"
+        cfg.write_text(f"history_window = {args.history:g}\n")
+        env["KVWATCH_CONFIG"] = str(cfg)
     for n in args.endpoints:
         with PageFleet(n) as fleet:
             for mode in args.modes:

@@ -14,7 +14,7 @@ from itertools import islice
 from typing import Iterable
 
 from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape
-from .pointlog import PointLog, ScrapeView, pack_hists, unpack_hist
+from .pointlog import PointLog, ScrapeView, minus_packed, pack_hists
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
 SPARK_POINTS = 60  # points per sparkline on the fleet screen (and per Prometheus back-fill)
@@ -231,8 +231,8 @@ class ReplicaHistory:
             return None
         if base is None:
             return newest
-        # A reset inside the window: `minus` falls back to observations since the reset.
-        return newest.minus(unpack_hist(base, name))
+        # A reset inside the window: as `minus`, falls back to observations since the reset.
+        return minus_packed(newest, base, name)
 
     def _derive(self, s: Scrape) -> ReplicaMetrics:
         sm = s.sample

@@ -135,6 +135,9 @@ class Sample:
 
     def value(self, name: str) -> float | None:
         """Pod-level value: sum for counts, max for ratios; None when no engine exposes it."""
+        if len(self.engines) == 1:  # one engine (most pages): its own value, without a list per call
+            for e in self.engines.values():
+                return e.values.get(name)
         vals = [e.values[name] for e in self.engines.values() if name in e.values]
         if not vals:
             return None

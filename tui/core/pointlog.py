@@ -26,6 +26,7 @@ scrape (`ReplicaHistory.last_ok`).
 from __future__ import annotations
 
 import math
+import operator
 from array import array
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -77,61 +78,102 @@ class _Extra:
     """A packed scrape's rarer parts; rows without any share their `_Meta` instead."""
 
     meta: _Meta
-    hists: tuple[tuple, array] | None  # (layout, counts..sum,count per histogram) or None
+    hists: tuple[_Layout, array] | None  # (layout, counts..sum,count per histogram) or None
     gpu: Any = None
     derived: Mapping[str, float] | None = None
     page: Mapping[str, float | None] | None = None  # _FROM_POINT values where the point's differ
 
 
-_LAYOUTS: dict[tuple, tuple] = {}  # interned (name, bounds) layouts: one object per bucket shape
 
 
-def pack_hists(sample: Sample, names: tuple[str, ...] = WINDOW_HISTS) -> tuple[tuple, array] | None:
+def pack_hists(sample: Sample, names: tuple[str, ...] = WINDOW_HISTS) -> tuple[_Layout, array] | None:
     """The window histograms of `sample`, summed over engines, as (layout, one array)."""
-    return _pack([(n, h) for n in names if (h := sample.hist(n)) is not None])
+    if len(sample.engines) == 1:  # one engine: its histograms are the pod's (Sample.hist)
+        get = next(iter(sample.engines.values())).hists.get
+    else:
+        get = sample.hist
+    return _pack([(n, h) for n in names if (h := get(n)) is not None])
 
 
-def _subset(packed: tuple[tuple, array] | None, names: tuple[str, ...]) -> tuple[tuple, array] | None:
+def _subset(packed: tuple[_Layout, array] | None, names: tuple[str, ...]) -> tuple[_Layout, array] | None:
     if packed is None:
         return None
     return _pack([(n, h) for n in names if (h := unpack_hist(packed, n)) is not None])
 
 
-def _pack(hists: list[tuple[str, Histogram]]) -> tuple[tuple, array] | None:
-    layout, vals = [], []
-    for name, h in hists:
-        layout.append((name, h.bounds))
+class _Layout:
+    """Which histograms a packed array holds and where: one object per bucket shape (interned)."""
+
+    __slots__ = ("names", "bounds", "at")
+
+    def __init__(self, key: tuple) -> None:
+        self.names = tuple(n for n, _ in key)
+        self.bounds = tuple(b for _, b in key)
+        self.at: dict[str, tuple[int, tuple[float, ...]]] = {}
+        o = 0
+        for n, bounds in key:
+            self.at[n] = (o, bounds)
+            o += len(bounds) + 2
+
+
+_LAYOUTS: dict[tuple, _Layout] = {}
+_BY_IDS: dict[tuple, _Layout] = {}  # (name, id(bounds)) -> layout; checked by identity on use
+
+
+def _pack(hists: list[tuple[str, Histogram]]) -> tuple[_Layout, array] | None:
+    if not hists:
+        return None
+    vals: list[float] = []
+    for _name, h in hists:
         vals.extend(h.counts)
         vals.append(h.sum)
         vals.append(h.count)
-    if not layout:
-        return None
-    key = tuple(layout)
-    shared = _LAYOUTS.get(key)
-    if shared is None:
-        if len(_LAYOUTS) > 1000:
-            _LAYOUTS.clear()
-        shared = _LAYOUTS[key] = key
-    return shared, array("d", vals)
+    # The parser shares one bounds tuple per bucket layout: look the layout up by those objects
+    # (hashing the bounds themselves cost more than the rest of the packing)
+    ids = tuple((n, id(h.bounds)) for n, h in hists)
+    layout = _BY_IDS.get(ids)
+    if layout is None or any(a is not h.bounds for a, (_n, h) in zip(layout.bounds, hists)):
+        k = tuple((n, h.bounds) for n, h in hists)
+        layout = _LAYOUTS.get(k)
+        if layout is None:
+            if len(_LAYOUTS) > 1000:
+                _LAYOUTS.clear()
+                _BY_IDS.clear()
+            layout = _LAYOUTS[k] = _Layout(k)
+        _BY_IDS[ids] = layout
+    return layout, array("d", vals)
 
 
-def unpack_hist(packed: tuple[tuple, array] | None, name: str) -> Histogram | None:
+def unpack_hist(packed: tuple[_Layout, array] | None, name: str) -> Histogram | None:
     if packed is None:
         return None
     layout, vals = packed
-    o = 0
-    for n, bounds in layout:
-        k = len(bounds)
-        if n == name:
-            return Histogram(bounds, tuple(vals[o:o + k]), vals[o + k], vals[o + k + 1])
-        o += k + 2
-    return None
+    at = layout.at.get(name)
+    if at is None:
+        return None
+    o, bounds = at
+    k = len(bounds)
+    return Histogram(bounds, tuple(vals[o:o + k]), vals[o + k], vals[o + k + 1])
 
 
-def _unpack_all(packed: tuple[tuple, array] | None) -> Mapping[str, Histogram]:
+def minus_packed(newest: Histogram, packed: tuple[_Layout, array] | None, name: str) -> Histogram:
+    """`newest.minus(unpack_hist(packed, name))` without building the older histogram."""
+    at = packed[0].at.get(name) if packed is not None else None
+    if at is None:
+        return newest
+    o, bounds = at
+    vals = packed[1]
+    k = len(bounds)
+    if bounds != newest.bounds or vals[o + k + 1] > newest.count:
+        return newest  # another layout, or a reset: as Histogram.minus
+    return Histogram(bounds, tuple([d if d > 0.0 else 0.0 for d in map(operator.sub, newest.counts, vals[o:o + k])]),
+                     newest.sum - vals[o + k], newest.count - vals[o + k + 1])
+
+
+def _unpack_all(packed: tuple[_Layout, array] | None) -> Mapping[str, Histogram]:
     if packed is None:
         return _EMPTY
-    return {n: unpack_hist(packed, n) for n, _ in packed[0]}
+    return {n: unpack_hist(packed, n) for n in packed[0].names}
 
 
 class _Ring:
@@ -202,12 +244,14 @@ _TYPE_BITS = _STRIDE  # `ints` holds int bits at j and, at _TYPE_BITS + j, an At
 assert 2 * _STRIDE < 64
 
 
+_FIELDS = operator.attrgetter(*_NAMES)
+
+
 def _pack_metrics(m: ReplicaMetrics) -> tuple[list[float], int, int, bool]:
     none = ints = 0
     row = [0.0] * _STRIDE
     odd = False
-    for i, name in enumerate(_NAMES):
-        v = getattr(m, name)
+    for i, v in enumerate(_FIELDS(m)):
         if v is None:
             none |= 1 << i
         elif type(v) is float:
@@ -237,11 +281,15 @@ def pack_scrape(s: Scrape | None, m: ReplicaMetrics, meta: _Meta | None, hists: 
     if s is None or s.sample is None:
         return [_NAN] * _VSTRIDE, None
     sm = s.sample
-    row = [_NAN if (v := sm.value(n)) is None else v for n in _PACKED]
+    if len(sm.engines) == 1:  # one engine: its values are the pod's (Sample.value)
+        get = next(iter(sm.engines.values())).values.get
+    else:
+        get = sm.value
+    row = [_NAN if (v := get(n)) is None else v for n in _PACKED]
     page = None
     for n in _FROM_POINT:
-        v = sm.value(n)
-        if v != getattr(m, n) or type(v) is not type(getattr(m, n)):
+        v, mv = get(n), getattr(m, n)
+        if v is not mv and (v != mv or type(v) is not type(mv)):
             page = page or {}
             page[n] = v
     row.append(_NAN if sm.process_cpu_seconds is None else sm.process_cpu_seconds)
@@ -273,7 +321,7 @@ def with_hists(side: Any, names: tuple[str, ...]) -> Any:
     return _Extra(side.meta, hists, side.gpu, side.derived, side.page)
 
 
-def hists_of(side: Any) -> tuple[tuple, array] | None:
+def hists_of(side: Any) -> tuple[_Layout, array] | None:
     return side.hists if isinstance(side, _Extra) else None
 
 

@@ -62,3 +62,20 @@ def test_triage_step_5_reads_request_shape_across_thinned_history():
     r = triage(g.monitor.histories[st.replicas[0].name], st.ts)
     shape = r.item("shape")
     assert shape.status == "warn" and "prompt tokens" in shape.summary
+
+
+def test_triage_step_5_finds_a_baseline_in_a_thinned_hour():
+    # An hour of history at 1 s keeps one point in ten past five minutes; the baselines there
+    # must stay about one a minute, or a problem that began a few minutes after the history
+    # did has no request-shape baseline (seen with one per five minutes: "missing").
+    from tests.gameday import SteppedDemo
+    from tui.core.diagnosis.triage import triage
+    from tui.core.monitor import Monitor
+
+    g = SteppedDemo(replicas=1, interval=1.0)
+    g.monitor = Monitor(None, history_len=3600)
+    st = g.run(900)
+    h = g.monitor.histories[st.replicas[0].name]
+    assert len(h.points) < 900  # the thinned tier is in use
+    shape = triage(h, st.ts).item("shape")
+    assert shape.status == "warn" and "prompt tokens" in shape.summary, shape.summary

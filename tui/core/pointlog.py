@@ -42,7 +42,6 @@ _STRIDE = len(_NAMES)
 WHOLE_POINTS = 600  # a history up to this many points (the default ten minutes) is kept at the interval
 FINE_POINTS = 300  # a longer one keeps its newest this many at the interval,
 COARSE_EVERY = 10  # and one point in ten before them (an hour at 1 s: 300 + 330 points)
-COARSE_BASELINE_S = 300.0  # baseline histograms in that thinned tier: about one per five minutes
 
 # Pod-level values an old scrape answers `sample.value(name)` for.
 SCRAPE_VALUES = ("kv_usage", "running", "waiting", "waiting_capacity", "waiting_deferred", "swapped", "preemptions",
@@ -326,8 +325,7 @@ def hists_of(side: Any) -> tuple[_Layout, array] | None:
 
 
 class PointLog(Sequence):
-    __slots__ = ("maxlen", "keep", "every", "_recent", "_fine", "_coarse", "_odd", "_seq", "_meta", "_thin_seq",
-                 "_coarse_kept")
+    __slots__ = ("maxlen", "keep", "every", "_recent", "_fine", "_coarse", "_odd", "_seq", "_meta", "_thin_seq")
 
     def __init__(self, maxlen: int, keep: int = 16, fine: int = FINE_POINTS, every: int = COARSE_EVERY,
                  whole: int = WHOLE_POINTS) -> None:
@@ -343,7 +341,6 @@ class PointLog(Sequence):
         self._seq = 0  # points appended so far: the next point's sequence number
         self._meta: _Meta | None = None
         self._thin_seq = 0  # points before this one had their window histograms thinned
-        self._coarse_kept = float("-inf")  # time of the last baseline kept in the thinned tier
 
     # -- writing ------------------------------------------------------------------
     def append(self, point: Point, scrape: Scrape | None = None, hists: Any = False) -> None:
@@ -366,13 +363,7 @@ class PointLog(Sequence):
             if out is not None:
                 self._odd.pop(out[1], None)
             return
-        if out[1] % self.every == 0:
-            side = out[6]
-            if isinstance(side, _Extra) and side.hists is not None:
-                if out[0] - self._coarse_kept >= COARSE_BASELINE_S:
-                    self._coarse_kept = out[0]
-                else:
-                    out = out[:6] + (with_hists(side, ()),)
+        if out[1] % self.every == 0:  # baselines were chosen among these: they all stay
             out = self._coarse.push(out)
             if out is not None:
                 self._odd.pop(out[1], None)
@@ -411,7 +402,6 @@ class PointLog(Sequence):
         new._recent = deque(self._recent)
         new._fine, new._coarse = self._fine.copy(), self._coarse.copy()
         new._odd, new._seq, new._meta, new._thin_seq = dict(self._odd), self._seq, self._meta, self._thin_seq
-        new._coarse_kept = self._coarse_kept
         return new
 
     @property

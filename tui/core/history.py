@@ -18,7 +18,7 @@ from .pointlog import PointLog, ScrapeView, minus_packed, pack_hists
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
 SPARK_POINTS = 60  # points per sparkline on the fleet screen (and per Prometheus back-fill)
-POINTS_KEPT = 16  # newest derived points kept as objects (older ones packed: pointlog.py)
+POINTS_KEPT = 4  # newest derived points kept as objects (older ones packed: pointlog.py)
 SERIES = ("kv_usage", "waiting", "preemptions_per_s", "gpu_memory_pct", "gpu_util_pct", "running", "ttft_p95_s")
 
 

@@ -16,7 +16,7 @@ Every packed number is a double, so a packed point or scrape reads back exactly.
 
 A packed scrape keeps its pod-level values of `SCRAPE_VALUES` (what the rules, runbook, triage
 and scale-out read; the gauges its point already holds are taken from the point), its process
-CPU and scrape latency, its GPU reading and source-derived values when it had them, and, while
+CPU and scrape latency, its GPU reading when it had one, and, while
 inside the windows, the window histograms (`WINDOW_HISTS`, summed over engines) in one array;
 past the windows, about one scrape a minute keeps the look-back ones (`LOOKBACK_HISTS`). Everything else of the
 page (other families, per-engine breakdown, the other histograms) lives only on the newest
@@ -79,7 +79,6 @@ class _Extra:
     meta: _Meta
     hists: tuple[_Layout, array] | None  # (layout, counts..sum,count per histogram) or None
     gpu: Any = None
-    derived: Mapping[str, float] | None = None
     page: Mapping[str, float | None] | None = None  # _FROM_POINT values where the point's differ
 
 
@@ -301,9 +300,10 @@ def pack_scrape(s: Scrape | None, m: ReplicaMetrics, meta: _Meta | None, hists: 
         meta = _Meta(s.replica, key, sm.generation, sm.engine, sm.model_name, sm.cache_config, s.pod, s.group)
     if hists is False:
         hists = pack_hists(sm)
-    if hists is None and s.gpu is None and not s.derived and page is None:
+    # (a source's own derived values are not kept: the point holds them, nothing reads them back)
+    if hists is None and s.gpu is None and page is None:
         return row, meta
-    return row, _Extra(meta, hists, s.gpu, dict(s.derived) if s.derived else None, page)
+    return row, _Extra(meta, hists, s.gpu, page)
 
 
 def _meta_of(side: Any) -> _Meta | None:
@@ -315,9 +315,9 @@ def with_hists(side: Any, names: tuple[str, ...]) -> Any:
     if not isinstance(side, _Extra) or side.hists is None:
         return side
     hists = _subset(side.hists, names) if names else None
-    if hists is None and side.gpu is None and not side.derived and side.page is None:
+    if hists is None and side.gpu is None and side.page is None:
         return side.meta
-    return _Extra(side.meta, hists, side.gpu, side.derived, side.page)
+    return _Extra(side.meta, hists, side.gpu, side.page)
 
 
 def hists_of(side: Any) -> tuple[_Layout, array] | None:
@@ -520,7 +520,7 @@ def rebuild(ts: float, v: Sequence[float], side: Any, gauges: dict[str, float | 
                     process_cpu_seconds=None if math.isnan(cpu) else cpu, extra=_EMPTY)
     return Scrape(ts, meta.replica, sample, gpu=extra.gpu if extra else None, pod=meta.pod, group=meta.group,
                   latency_s=None if math.isnan(lat) else lat,
-                  derived=(extra.derived if extra and extra.derived else _EMPTY))
+                  derived=_EMPTY)
 
 
 class ScrapeView(Sequence):

@@ -14,6 +14,8 @@ from typing import Callable, Mapping
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual._two_way_dict import TwoWayDict
+from textual.coordinate import Coordinate
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -201,8 +203,11 @@ class FleetTable(DataTable):
                 for idx in changed:
                     self.refresh_row(idx)
             return
-        rows = {v.name: self._row(v) for v in views}
         keep = self.selected_name()
+        if len(order) == len(self._order) and set(order) == set(self._order):
+            self._reorder(order, keep)
+            return
+        rows = {v.name: self._row(v) for v in views}
         with self.app.batch_update():
             self.clear(columns=False)
             for name in order:
@@ -210,6 +215,19 @@ class FleetTable(DataTable):
         self._order, self._cells, self._stale = order, rows, set()
         if keep in order:
             self.move_cursor(row=order.index(keep), animate=False)
+
+    def _reorder(self, order: list[str], keep: str | None) -> None:
+        """The same replicas in a new order (a verdict changed): move the rows, as DataTable.sort
+        does, instead of clearing and adding them all; they are rebuilt as they are drawn. Cursor
+        and scroll end as a rebuild leaves them: on the kept replica, scrolled from the top."""
+        self._row_locations = TwoWayDict({RowKey(name): i for i, name in enumerate(order)})
+        self._order, self._stale = order, set(order)
+        self._clear_caches()
+        self._update_count += 1
+        self.hover_coordinate = Coordinate(0, 0)
+        self.scroll_x = self.scroll_y = self.scroll_target_x = self.scroll_target_y = 0
+        self.refresh()
+        self.move_cursor(row=order.index(keep) if keep in order else 0, animate=False)
 
     def _rows_between(self, y0: int, y1: int) -> range:
         """Indices of the rows drawn on widget lines y0..y1-1 (rows are one line high)."""

@@ -109,3 +109,25 @@ async def test_a_row_drawn_before_shows_its_change_when_it_scrolls_back():
         table.scroll_to(y=table.max_scroll_y, animate=False)
         await pilot.pause()
         assert _wait_on_screen(table, last) == "99"
+
+
+async def test_a_reorder_builds_only_the_rows_on_screen_and_follows_the_selection():
+    """A verdict change moves rows (severity sort): the same replicas in a new order are moved,
+    not rebuilt, and the cursor stays on the selected replica, scrolled into view."""
+    app = make_app(BIG)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await prime(pilot, 2)
+        table = app.screen.query_one(FleetTable)
+        table.move_cursor(row=5)
+        await pilot.pause()
+        picked = table.selected_name()
+        views = [table.views[name] for name in table._order]
+        views = views[6:] + views[:6]  # the picked replica moves to the end
+        built = _count_rows(table)
+        table.show(views)
+        await pilot.pause()
+        lines = _screen_lines(table)
+        assert len(built) <= table.size.height + 2, len(built)
+        assert [table.get_row_at(r)[0].plain.strip() for r in range(table.row_count)] == [v.name for v in views]
+        assert table.selected_name() == picked and table.cursor_row == 1024 - 1
+        assert any(ln.startswith(picked + " ") for ln in lines)  # scrolled to the selection

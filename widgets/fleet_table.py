@@ -1,7 +1,9 @@
 """The fleet table: one row per replica, columns collapsing by priority to fit the width.
 
 Rows are keyed by replica name. A refresh with the same row order only rewrites the cells that
-changed (update_cell), so a steady screen sends almost nothing to the terminal.
+changed (update_cell), so a steady screen sends almost nothing to the terminal. It also builds
+cells only for the rows on screen: the others are marked stale and rebuilt from their latest view
+when they are drawn or read (1024 replicas, ~45 rows visible: issue 14).
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from typing import Callable, Mapping
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
+from textual._two_way_dict import TwoWayDict
+from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
@@ -146,7 +151,8 @@ class FleetTable(DataTable):
         self._cols: list[Column] = []
         self._drawn_sort: tuple[str, bool] | None = None
         self._order: list[str] = []
-        self._cells: dict[str, tuple[Text, ...]] = {}
+        self._cells: dict[str, tuple[Text, ...]] = {}  # what each row's cells were built as
+        self._stale: set[str] = set()  # rows whose cells predate self.views
         self.views: dict[str, ReplicaView] = {}
         self.ascii = False
         self._row_styles: dict[Style, Style] = {}
@@ -171,7 +177,7 @@ class FleetTable(DataTable):
         for c in cols:
             title = c.title + (" " + sort_arrow(*self.sort, ascii=self.ascii) if c.key == sorted_key else "")
             self.add_column(Text(title, style="bold"), width=c.width, key=c.key)
-        self._order, self._cells = [], {}
+        self._order, self._cells, self._stale = [], {}, set()
         return True
 
     def on_resize(self) -> None:
@@ -188,33 +194,88 @@ class FleetTable(DataTable):
         self._ensure_columns(views)
         self.views = {v.name: v for v in views}
         order = [v.name for v in views]
-        rows = {v.name: self._row(v) for v in views}
         if order == self._order:
-            changed = []
-            for idx, name in enumerate(order):
-                old, new = self._cells.get(name), rows[name]
-                hit = False
-                for i, (c, cell) in enumerate(zip(self._cols, new)):
-                    # Text equality ignores the base style, so compare it explicitly.
-                    if old is None or old[i] != cell or old[i].style != cell.style:
-                        self._set_cell(name, c.key, cell)
-                        hit = True
-                if hit:
-                    changed.append(idx)
+            # Rows on screen now, the rest when they scroll into view (render_lines, get_row).
+            self._stale = set(order)
+            changed = [idx for idx in self._rows_between(0, self.size.height) if self._freshen(order[idx])]
             if changed:
                 self._update_count += 1  # DataTable's render caches key on this
                 for idx in changed:
                     self.refresh_row(idx)
-            self._cells = rows
             return
         keep = self.selected_name()
+        if len(order) == len(self._order) and set(order) == set(self._order):
+            self._reorder(order, keep)
+            return
+        rows = {v.name: self._row(v) for v in views}
         with self.app.batch_update():
             self.clear(columns=False)
             for name in order:
                 self.add_row(*rows[name], key=name)
-        self._order, self._cells = order, rows
+        self._order, self._cells, self._stale = order, rows, set()
         if keep in order:
             self.move_cursor(row=order.index(keep), animate=False)
+
+    def _reorder(self, order: list[str], keep: str | None) -> None:
+        """The same replicas in a new order (a verdict changed): move the rows, as DataTable.sort
+        does, instead of clearing and adding them all; they are rebuilt as they are drawn. Cursor
+        and scroll end as a rebuild leaves them: on the kept replica, scrolled from the top."""
+        self._row_locations = TwoWayDict({RowKey(name): i for i, name in enumerate(order)})
+        self._order, self._stale = order, set(order)
+        self._clear_caches()
+        self._update_count += 1
+        self.hover_coordinate = Coordinate(0, 0)
+        self.scroll_x = self.scroll_y = self.scroll_target_x = self.scroll_target_y = 0
+        self.refresh()
+        self.move_cursor(row=order.index(keep) if keep in order else 0, animate=False)
+
+    def _rows_between(self, y0: int, y1: int) -> range:
+        """Indices of the rows drawn on widget lines y0..y1-1 (rows are one line high)."""
+        header = self.header_height if self.show_header else 0
+        top = self.scroll_offset.y - header
+        return range(top + max(y0, header), min(len(self._order), top + max(y1, header)))
+
+    def _freshen(self, name: str) -> bool:
+        """Rebuild a row's cells from its latest view; True when a cell changed."""
+        self._stale.discard(name)
+        old, new = self._cells.get(name), self._row(self.views[name])
+        hit = False
+        for i, (c, cell) in enumerate(zip(self._cols, new)):
+            # Text equality ignores the base style, so compare it explicitly.
+            if old is None or old[i] != cell or old[i].style != cell.style:
+                self._set_cell(name, c.key, cell)
+                hit = True
+        self._cells[name] = new
+        return hit
+
+    def _freshen_lines(self, y0: int, y1: int) -> None:
+        """Bring stale rows about to be drawn up to date. A row may have been drawn before it
+        went stale (then scrolled away and back), so a change must miss the render caches."""
+        order, stale, hit = self._order, self._stale, False
+        for i in self._rows_between(y0, y1):
+            if order[i] in stale:
+                hit = self._freshen(order[i]) or hit
+        if hit:
+            self._update_count += 1
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._stale:
+            self._freshen_lines(crop.y, crop.bottom)
+        return super().render_lines(crop)
+
+    def _freshen_key(self, row_key: RowKey | str) -> None:
+        name = row_key.value if isinstance(row_key, RowKey) else row_key
+        if name in self._stale and self._freshen(name):
+            self._update_count += 1
+
+    # DataTable reads cells for drawing through get_row; callers (and tests) see current values.
+    def get_row(self, row_key: RowKey | str) -> list[Text]:
+        self._freshen_key(row_key)
+        return super().get_row(row_key)
+
+    def get_cell(self, row_key: RowKey | str, column_key: ColumnKey | str) -> Text:
+        self._freshen_key(row_key)
+        return super().get_cell(row_key, column_key)
 
     def render_line(self, y: int) -> Strip:
         # One SGR run per style instead of one per cell: DataTable tags every cell with its own
@@ -222,6 +283,8 @@ class FleetTable(DataTable):
         # sequence and a reset per cell on every changed row. Rows only need their row index
         # (row cursor), so data cells share column 0 and same-style neighbours merge.
         # Blank cells take their neighbour's foreground (invisible on spaces) to join its run.
+        if self._stale:
+            self._freshen_lines(y, y + 1)
         strip = super().render_line(y)
         segs: list[Segment] = []
         for text, style, control in strip:

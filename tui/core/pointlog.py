@@ -2,9 +2,10 @@
 part of each scrape the diagnosis reads back (`ScrapeView`: what `ReplicaHistory.scrapes` is).
 
 An hour of points is most of kvwatch's memory. Only the newest `keep` points stay objects (the
-diagnosis tracks its last point by identity); older ones are packed as rows of numbers in
-fixed-stride arrays and rebuilt on demand for the few readers that iterate old points (verdict
-replay, plots, the triage and runbook look-backs). Three tiers, newest first:
+diagnosis follows its last point by identity while it is one, by time after); older ones are
+packed as rows of numbers in fixed-stride arrays and rebuilt on demand for the few readers that
+iterate old points (verdict replay, plots, the triage and runbook look-backs). Three tiers,
+newest first:
 
 - objects: the newest `keep` points;
 - fine: the next points up to `fine` in all (all of a history up to `whole` points: the
@@ -16,11 +17,11 @@ Every packed number is a double, so a packed point or scrape reads back exactly.
 
 A packed scrape keeps its pod-level values of `SCRAPE_VALUES` (what the rules, runbook, triage
 and scale-out read; the gauges its point already holds are taken from the point), its process
-CPU and scrape latency, its GPU reading when it had one, and, while
-inside the windows, the window histograms (`WINDOW_HISTS`, summed over engines) in one array;
-past the windows, about one scrape a minute keeps the look-back ones (`LOOKBACK_HISTS`). Everything else of the
-page (other families, per-engine breakdown, the other histograms) lives only on the newest
-scrape (`ReplicaHistory.last_ok`).
+CPU and scrape latency, its GPU reading when it had one, and, while inside the windows, the
+window histograms (`WINDOW_HISTS`, summed over engines) in one array; past the windows, about
+one scrape a minute keeps the look-back ones (`LOOKBACK_HISTS`) as a baseline. Everything else
+of the page (other families, per-engine breakdown, the other histograms) lives only on the
+newest scrape (`ReplicaHistory.last_ok`).
 """
 
 from __future__ import annotations
@@ -175,22 +176,22 @@ def _unpack_all(packed: tuple[_Layout, array] | None) -> Mapping[str, Histogram]
 
 
 class _Ring:
-    """Fixed-capacity ring of packed rows: ts, the derived values (`mcode` doubles or floats)
-    with bit masks of the fields that were None / ints, the scrape values, one side object."""
+    """Fixed-capacity ring of packed rows: time, sequence number, the point's values with bit
+    masks of the fields that were None / ints / AtLeast, the scrape's values, one side object."""
 
     __slots__ = ("cap", "ts", "seq", "m", "none", "ints", "v", "side", "head", "n")
 
-    def __init__(self, cap: int, mcode: str = "d") -> None:
+    def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.ts, self.m, self.v = array("d"), array(mcode), array("d")
+        self.ts, self.m, self.v = array("d"), array("d"), array("d")
         self.seq, self.none, self.ints = array("q"), array("Q"), array("Q")
         self.side: list[Any] = []
         self.head = 0
         self.n = 0
 
     def copy(self) -> _Ring:
-        new = _Ring(self.cap, self.m.typecode)
-        new.ts, new.m, new.v = array("d", self.ts), array(self.m.typecode, self.m), array("d", self.v)
+        new = _Ring(self.cap)
+        new.ts, new.m, new.v = array("d", self.ts), array("d", self.m), array("d", self.v)
         new.seq, new.none, new.ints = array("q", self.seq), array("Q", self.none), array("Q", self.ints)
         new.side = list(self.side)
         new.head, new.n = self.head, self.n
@@ -335,8 +336,8 @@ class PointLog(Sequence):
         self.every = max(1, every)
         # newest: (point, scrape values row, side object)
         self._recent: deque[tuple[Point, list[float], Any]] = deque()
-        self._fine = _Ring(fine_n - self.keep, "d")
-        self._coarse = _Ring(-(-(maxlen - fine_n) // self.every) if maxlen > fine_n else 0, "d")
+        self._fine = _Ring(fine_n - self.keep)
+        self._coarse = _Ring(-(-(maxlen - fine_n) // self.every) if maxlen > fine_n else 0)
         self._odd: dict[int, Point] = {}  # points with a value that is no float or int, kept whole, by seq
         self._seq = 0  # points appended so far: the next point's sequence number
         self._meta: _Meta | None = None

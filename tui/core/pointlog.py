@@ -87,11 +87,7 @@ class _Extra:
 
 def pack_hists(sample: Sample, names: tuple[str, ...] = WINDOW_HISTS) -> tuple[_Layout, array] | None:
     """The window histograms of `sample`, summed over engines, as (layout, one array)."""
-    if len(sample.engines) == 1:  # one engine: its histograms are the pod's (Sample.hist)
-        get = next(iter(sample.engines.values())).hists.get
-    else:
-        get = sample.hist
-    return _pack([(n, h) for n in names if (h := get(n)) is not None])
+    return _pack([(n, h) for n in names if (h := sample.hist(n)) is not None])
 
 
 def _subset(packed: tuple[_Layout, array] | None, names: tuple[str, ...]) -> tuple[_Layout, array] | None:
@@ -280,10 +276,7 @@ def pack_scrape(s: Scrape | None, m: ReplicaMetrics, meta: _Meta | None, hists: 
     if s is None or s.sample is None:
         return [_NAN] * _VSTRIDE, None
     sm = s.sample
-    if len(sm.engines) == 1:  # one engine: its values are the pod's (Sample.value)
-        get = next(iter(sm.engines.values())).values.get
-    else:
-        get = sm.value
+    get = sm.value
     row = [_NAN if (v := get(n)) is None else v for n in _PACKED]
     page = None
     for n in _FROM_POINT:

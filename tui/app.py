@@ -326,6 +326,8 @@ class KvwatchApp(App):
 
     def draw(self, state: FleetState) -> None:
         for screen in self.screen_stack:
+            if not screen.is_mounted:  # not composed yet: its on_mount draws the monitor's state
+                continue
             show = getattr(screen, "show_state", None)
             if show is not None:
                 show(state)

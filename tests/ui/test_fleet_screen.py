@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Input
 
-from tests.ui.conftest import make_app, prime
+from tests.ui.conftest import PROFILES, make_app, prime
 from tui.screens.detail import DetailScreen
 from tui.screens.fleet import FleetScreen
 from tui.screens.help import HelpScreen
@@ -154,3 +154,16 @@ def test_spare_width_goes_to_names_even_with_the_group_column():
     cols = fit_columns(200)
     assert cols[-1].key == "group"
     assert cols[0].width > 18
+
+
+async def test_a_refresh_that_lands_before_a_screen_is_composed_is_drawn_once_it_is():
+    # A source that answers at once (or a slow machine composing the first screen) can deliver
+    # the first refresh before the fleet screen has its widgets; that must not end the app.
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 2)
+        screen = FleetScreen()
+        app.push_screen(screen)  # not awaited: the screen is in the stack, not yet composed
+        app.draw(app.monitor.state)
+        await pilot.pause()
+        assert screen.query_one(FleetTable).row_count == len(PROFILES)

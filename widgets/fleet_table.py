@@ -178,11 +178,26 @@ class FleetTable(DataTable):
             title = c.title + (" " + sort_arrow(*self.sort, ascii=self.ascii) if c.key == sorted_key else "")
             self.add_column(Text(title, style="bold"), width=c.width, key=c.key)
         self._order, self._cells, self._stale = [], {}, set()
+        self._size_render_caches()
         return True
+
+    def _size_render_caches(self) -> None:
+        """DataTable keys its render caches by an update counter that every refresh moves, so
+        an entry is never read after the next refresh: hold two screens' worth, not the 10,000
+        cells and 1,000 lines Textual sizes them for (~14 MiB of old cells at 256 replicas)."""
+        rows = 2 * max(self.size.height, 24) + 8
+        sizes = ((self._cell_render_cache, rows * max(len(self._cols), 1)), (self._row_render_cache, rows),
+                 (self._line_cache, rows), (self._row_renderable_cache, rows))
+        for cache, n in sizes:
+            if cache.maxsize != n:
+                cache.clear()  # (a shrunk LRUCache only evicts one entry per insert)
+                cache.maxsize = n
 
     def on_resize(self) -> None:
         if self.views and self._ensure_columns():
             self.show(list(self.views.values()))
+        else:
+            self._size_render_caches()  # the height alone changed
 
     # -- data -------------------------------------------------------------------
     def selected_name(self) -> str | None:

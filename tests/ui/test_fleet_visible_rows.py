@@ -131,3 +131,18 @@ async def test_a_reorder_builds_only_the_rows_on_screen_and_follows_the_selectio
         assert [table.get_row_at(r)[0].plain.strip() for r in range(table.row_count)] == [v.name for v in views]
         assert table.selected_name() == picked and table.cursor_row == 1024 - 1
         assert any(ln.startswith(picked + " ") for ln in lines)  # scrolled to the selection
+
+
+async def test_the_render_caches_hold_a_few_screens_not_thousands_of_old_cells():
+    # Textual's DataTable keys its render caches by an update counter that every refresh
+    # moves: entries from earlier refreshes are never read again, so caches sized for
+    # thousands of cells only hold garbage (~14 MiB at 256 replicas, measured in the TUI).
+    app = make_app(BIG)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await prime(pilot, 12)
+        table = app.screen.query_one(FleetTable)
+        cells_on_screen = table.size.height * len(table._cols)
+        assert len(table._cell_render_cache) <= 4 * cells_on_screen, (len(table._cell_render_cache), cells_on_screen)
+        for cache in (table._row_render_cache, table._line_cache, table._row_renderable_cache):
+            assert len(cache) <= 4 * table.size.height, (cache, table.size.height)
+        assert "r-0000" in "".join(_screen_lines(table))  # still drawn

@@ -216,7 +216,7 @@ class KvwatchApp(App):
         from tui.core.sources.kube import ClusterSource
 
         old = self.monitor.source
-        src = ClusterSource(cluster, timeout=getattr(old, "timeout", 2.0))
+        src = ClusterSource(cluster, timeout=getattr(old, "timeout", 2.0), keep_raw=getattr(old, "keep_raw", True))
         await src.start()
         self.monitor.source = src
         stale = set(self.monitor.histories)

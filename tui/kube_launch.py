@@ -149,7 +149,7 @@ def run_kube(args: argparse.Namespace) -> int:
         gpu_exec = NvidiaSmiExec(cluster.exec_in_pod, min_interval_s=max(5.0, args.gpu_exec_interval))
     elif args.gpu_exec:
         print("kvwatch: --gpu-exec is off under --readonly (pods/exec is a create request)", file=sys.stderr)
-    return run(args, ClusterSource(cluster, timeout=args.timeout, gpu_exec=gpu_exec))
+    return run(args, ClusterSource(cluster, timeout=args.timeout, gpu_exec=gpu_exec, keep_raw=_recording(args)))
 
 
 def with_cluster(args: argparse.Namespace, prom) -> int:
@@ -161,4 +161,10 @@ def with_cluster(args: argparse.Namespace, prom) -> int:
     cluster = _connect_or_report(args)
     if cluster is None:
         return 2
-    return run(args, PrometheusWithCluster(prom, ClusterSource(cluster, timeout=args.timeout)))
+    return run(args, PrometheusWithCluster(prom, ClusterSource(cluster, timeout=args.timeout,
+                                                               keep_raw=_recording(args))))
+
+
+def _recording(args: argparse.Namespace) -> bool:
+    """Scrapes carry their page text only for the recorder (~42 KB each)."""
+    return bool(getattr(args, "record", None))

@@ -37,3 +37,21 @@ def test_no_load_when_the_engine_exposes_no_queue() -> None:
     m = Monitor()
     m.ingest([scrape(1.0, 3, None)])
     assert m.replica_snapshot("r").load is None
+
+
+def test_the_monitor_keeps_no_page_text_once_the_recorder_had_it() -> None:
+    # Sources that record hand each scrape's page text (~42 KB) to the Monitor for the
+    # recorder; kept on the last scrape of each replica it is ~10 MB at 256 replicas.
+    import sys
+
+    recorded: list[Scrape] = []
+    m = Monitor(on_scrapes=recorded.extend)
+    page = "".join(["vllm:num_requests_running 3\n", "#" * 42_000])
+    base = sys.getrefcount(page)
+    ok = Scrape(1.0, "a", Sample(engines={"0": EngineSample({"running": 3.0}, {})}), raw=page)
+    engineless = Scrape(1.0, "b", error="no vLLM metrics on page", raw=page)
+    m.ingest([ok, engineless])
+    assert recorded[0].raw is page  # the recorder saw it
+    recorded.clear()
+    del ok, engineless
+    assert sys.getrefcount(page) == base

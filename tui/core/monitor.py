@@ -125,6 +125,8 @@ class Monitor:
             if name not in self.histories:
                 self.histories[name] = ReplicaHistory(name, self.history_len, self.windows)
         for s in scrapes:
+            if s.raw is not None:  # the page text was for the recorder (on_scrapes) alone
+                s = replace(s, raw=None)
             s, invalid = finite_scrape(s)
             h = self.histories.get(s.replica)
             if h is None:

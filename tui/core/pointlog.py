@@ -10,10 +10,11 @@ newest first:
 - objects: the newest `keep` points;
 - fine: the next points up to `fine` in all (all of a history up to `whole` points: the
   default ten minutes), at the scrape interval;
-- coarse: past `fine` (only in a history longer than `whole`), one point in `every`, packed
-  the same way.
+- coarse: past `fine` (only in a history longer than `whole`), one point in `every`, its
+  values as float32 (this tier is already a thinned view of minutes-old points).
 
-Every packed number is a double, so a packed point or scrape reads back exactly.
+The fine tier's numbers are doubles, so a point or scrape there reads back exactly; window
+histograms keep their bucket counts as 32-bit integers while they are whole (`_pack`).
 
 A packed scrape keeps its pod-level values of `SCRAPE_VALUES` (what the rules, runbook, triage
 and scale-out read; the gauges its point already holds are taken from the point), its process
@@ -42,7 +43,7 @@ _STRIDE = len(_NAMES)
 
 WHOLE_POINTS = 600  # a history up to this many points (the default ten minutes) is kept at the interval
 FINE_POINTS = 300  # a longer one keeps its newest this many at the interval,
-COARSE_EVERY = 10  # and one point in ten before them (an hour at 1 s: 300 + 330 points)
+COARSE_EVERY = 30  # and one point in thirty before them (an hour at 1 s: 300 + 110 points)
 
 # Pod-level values an old scrape answers `sample.value(name)` for.
 SCRAPE_VALUES = ("kv_usage", "running", "waiting", "waiting_capacity", "waiting_deferred", "swapped", "preemptions",
@@ -78,19 +79,19 @@ class _Extra:
     """A packed scrape's rarer parts; rows without any share their `_Meta` instead."""
 
     meta: _Meta
-    hists: tuple[_Layout, array] | None  # (layout, counts..sum,count per histogram) or None
+    hists: Packed | None  # the histograms this scrape keeps (`_pack`), or None
     gpu: Any = None
     page: Mapping[str, float | None] | None = None  # _FROM_POINT values where the point's differ
 
 
 
 
-def pack_hists(sample: Sample, names: tuple[str, ...] = WINDOW_HISTS) -> tuple[_Layout, array] | None:
-    """The window histograms of `sample`, summed over engines, as (layout, one array)."""
+def pack_hists(sample: Sample, names: tuple[str, ...] = WINDOW_HISTS) -> Packed | None:
+    """The window histograms of `sample`, summed over engines, packed (`_pack`)."""
     return _pack([(n, h) for n in names if (h := sample.hist(n)) is not None])
 
 
-def _subset(packed: tuple[_Layout, array] | None, names: tuple[str, ...]) -> tuple[_Layout, array] | None:
+def _subset(packed: Packed | None, names: tuple[str, ...]) -> Packed | None:
     if packed is None:
         return None
     return _pack([(n, h) for n in names if (h := unpack_hist(packed, n)) is not None])
@@ -104,25 +105,34 @@ class _Layout:
     def __init__(self, key: tuple) -> None:
         self.names = tuple(n for n, _ in key)
         self.bounds = tuple(b for _, b in key)
-        self.at: dict[str, tuple[int, tuple[float, ...]]] = {}
+        # name -> (offset of its bucket counts, offset of its (sum, count), bounds)
+        self.at: dict[str, tuple[int, int, tuple[float, ...]]] = {}
         o = 0
-        for n, bounds in key:
-            self.at[n] = (o, bounds)
-            o += len(bounds) + 2
+        for j, (n, bounds) in enumerate(key):
+            self.at[n] = (o, 2 * j, bounds)
+            o += len(bounds)
 
 
 _LAYOUTS: dict[tuple, _Layout] = {}
 _BY_IDS: dict[tuple, _Layout] = {}  # (name, id(bounds)) -> layout; checked by identity on use
+_U32 = 1 << 32
+
+# (layout, bucket counts of every histogram, (sum, count) of each): the counts are whole numbers
+# on every real page, so they are packed as 32-bit unsigned integers (exact, half a double's
+# size: a real page's window histograms are ~140 counts, kept for every scrape of the windows);
+# counts that are not (a fraction, 2**32 or more) keep doubles.
+Packed = tuple[_Layout, array, array]
 
 
-def _pack(hists: list[tuple[str, Histogram]]) -> tuple[_Layout, array] | None:
+def _pack(hists: list[tuple[str, Histogram]]) -> Packed | None:
     if not hists:
         return None
-    vals: list[float] = []
+    counts: list[float] = []
+    tails: list[float] = []
     for _name, h in hists:
-        vals.extend(h.counts)
-        vals.append(h.sum)
-        vals.append(h.count)
+        counts.extend(h.counts)
+        tails.append(h.sum)
+        tails.append(h.count)
     # The parser shares one bounds tuple per bucket layout: look the layout up by those objects
     # (hashing the bounds themselves cost more than the rest of the packing)
     ids = tuple((n, id(h.bounds)) for n, h in hists)
@@ -136,36 +146,41 @@ def _pack(hists: list[tuple[str, Histogram]]) -> tuple[_Layout, array] | None:
                 _BY_IDS.clear()
             layout = _LAYOUTS[k] = _Layout(k)
         _BY_IDS[ids] = layout
-    return layout, array("d", vals)
+    try:
+        whole = list(map(int, counts))
+        packed = array("I", whole) if whole == counts else None  # (ValueError/OverflowError: NaN, inf, < 0, >= 2**32)
+    except (ValueError, OverflowError):
+        packed = None
+    return layout, packed if packed is not None else array("d", counts), array("d", tails)
 
 
-def unpack_hist(packed: tuple[_Layout, array] | None, name: str) -> Histogram | None:
+def unpack_hist(packed: Packed | None, name: str) -> Histogram | None:
     if packed is None:
         return None
-    layout, vals = packed
+    layout, counts, tails = packed
     at = layout.at.get(name)
     if at is None:
         return None
-    o, bounds = at
-    k = len(bounds)
-    return Histogram(bounds, tuple(vals[o:o + k]), vals[o + k], vals[o + k + 1])
+    o, t, bounds = at
+    part = counts[o:o + len(bounds)]
+    return Histogram(bounds, tuple(map(float, part)) if counts.typecode == "I" else tuple(part), tails[t], tails[t + 1])
 
 
-def minus_packed(newest: Histogram, packed: tuple[_Layout, array] | None, name: str) -> Histogram:
+def minus_packed(newest: Histogram, packed: Packed | None, name: str) -> Histogram:
     """`newest.minus(unpack_hist(packed, name))` without building the older histogram."""
     at = packed[0].at.get(name) if packed is not None else None
     if at is None:
         return newest
-    o, bounds = at
-    vals = packed[1]
-    k = len(bounds)
-    if bounds != newest.bounds or vals[o + k + 1] > newest.count:
+    o, t, bounds = at
+    tails = packed[2]
+    if bounds != newest.bounds or tails[t + 1] > newest.count:
         return newest  # another layout, or a reset: as Histogram.minus
-    return Histogram(bounds, tuple([d if d > 0.0 else 0.0 for d in map(operator.sub, newest.counts, vals[o:o + k])]),
-                     newest.sum - vals[o + k], newest.count - vals[o + k + 1])
+    d = map(operator.sub, newest.counts, packed[1][o:o + len(bounds)])  # float - int: a float
+    return Histogram(bounds, tuple([x if x > 0.0 else 0.0 for x in d]), newest.sum - tails[t],
+                     newest.count - tails[t + 1])
 
 
-def _unpack_all(packed: tuple[_Layout, array] | None) -> Mapping[str, Histogram]:
+def _unpack_all(packed: Packed | None) -> Mapping[str, Histogram]:
     if packed is None:
         return _EMPTY
     return {n: unpack_hist(packed, n) for n in packed[0].names}
@@ -173,21 +188,23 @@ def _unpack_all(packed: tuple[_Layout, array] | None) -> Mapping[str, Histogram]
 
 class _Ring:
     """Fixed-capacity ring of packed rows: time, sequence number, the point's values with bit
-    masks of the fields that were None / ints / AtLeast, the scrape's values, one side object."""
+    masks of the fields that were None / ints / AtLeast, the scrape's values, one side object.
+    `values` is the typecode of the two value columns: "d" (exact) or "f" (the thinned tier)."""
 
-    __slots__ = ("cap", "ts", "seq", "m", "none", "ints", "v", "side", "head", "n")
+    __slots__ = ("cap", "values", "ts", "seq", "m", "none", "ints", "v", "side", "head", "n")
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, values: str = "d") -> None:
         self.cap = cap
-        self.ts, self.m, self.v = array("d"), array("d"), array("d")
+        self.values = values
+        self.ts, self.m, self.v = array("d"), array(values), array(values)
         self.seq, self.none, self.ints = array("q"), array("Q"), array("Q")
         self.side: list[Any] = []
         self.head = 0
         self.n = 0
 
     def copy(self) -> _Ring:
-        new = _Ring(self.cap)
-        new.ts, new.m, new.v = array("d", self.ts), array("d", self.m), array("d", self.v)
+        new = _Ring(self.cap, self.values)
+        new.ts, new.m, new.v = array("d", self.ts), array(self.values, self.m), array(self.values, self.v)
         new.seq, new.none, new.ints = array("q", self.seq), array("Q", self.none), array("Q", self.ints)
         new.side = list(self.side)
         new.head, new.n = self.head, self.n
@@ -214,6 +231,11 @@ class _Ring:
             s = self.slot(self.n)
             self.n += 1
         ts, seq, m, none, ints, v, side = row
+        tc = self.values
+        if not (isinstance(m, array) and m.typecode == tc):
+            m = array(tc, m)
+        if not (isinstance(v, array) and v.typecode == tc):
+            v = array(tc, v)
         if s == len(self.ts):  # still growing
             self.ts.append(ts)
             self.seq.append(seq)
@@ -228,9 +250,9 @@ class _Ring:
                     setattr(self, name, array(a.typecode, a))
         else:
             self.ts[s], self.seq[s] = ts, seq
-            self.m[s * _STRIDE:(s + 1) * _STRIDE] = m if isinstance(m, array) else array("d", m)
+            self.m[s * _STRIDE:(s + 1) * _STRIDE] = m
             self.none[s], self.ints[s], self.side[s] = none, ints, side
-            self.v[s * _VSTRIDE:(s + 1) * _VSTRIDE] = v if isinstance(v, array) else array("d", v)
+            self.v[s * _VSTRIDE:(s + 1) * _VSTRIDE] = v
         return out
 
 
@@ -314,7 +336,7 @@ def with_hists(side: Any, names: tuple[str, ...]) -> Any:
     return _Extra(side.meta, hists, side.gpu, side.page)
 
 
-def hists_of(side: Any) -> tuple[_Layout, array] | None:
+def hists_of(side: Any) -> Packed | None:
     return side.hists if isinstance(side, _Extra) else None
 
 
@@ -330,7 +352,9 @@ class PointLog(Sequence):
         # newest: (point, scrape values row, side object)
         self._recent: deque[tuple[Point, list[float], Any]] = deque()
         self._fine = _Ring(fine_n - self.keep)
-        self._coarse = _Ring(-(-(maxlen - fine_n) // self.every) if maxlen > fine_n else 0)
+        # The thinned tier keeps its values as float32 (7 significant digits; whole numbers exact
+        # to 2**24): one point in `every`, minutes old, read by look-backs that compare spans.
+        self._coarse = _Ring(-(-(maxlen - fine_n) // self.every) if maxlen > fine_n else 0, "f")
         self._odd: dict[int, Point] = {}  # points with a value that is no float or int, kept whole, by seq
         self._seq = 0  # points appended so far: the next point's sequence number
         self._meta: _Meta | None = None

@@ -1,6 +1,6 @@
 """RSS after an hour of history: N replicas x 3600 one-second scrapes fed to the Monitor.
 
-    .venv/bin/python bench/bench_memory.py [--replicas 256] [--seconds 3600] [--window 3600] [--raw]
+    .venv/bin/python bench/bench_memory.py [--replicas 256] [--seconds 3600] [--window 3600] [--raw] [--tui 120]
 
 The Monitor is built as `kvwatch` builds it, from a Config whose `history_window` is set
 explicitly (default 3600 s: one hour at the 1 s interval keeps 3,600 points; the product's
@@ -15,6 +15,12 @@ ingest costs ~0.4 ms a scrape; `--replicas 32` gives the per-point figure in abo
 Scrapes are handed to the Monitor one refresh at a time (`--batch-s 1`), as live polling does:
 a larger batch runs faster, but holds that many whole parsed pages at once (a minute of 256
 replicas is ~150 MB of pages), which the RSS then counts.
+
+`--tui N`: the whole TUI process instead of history and diagnosis alone. The first
+`--seconds` minus N seconds are fed to the Monitor as above; then kvwatch's own app (Textual,
+the fleet screen at 200x50, headless) runs over that Monitor for the last N refreshes, fed by
+a source whose clock goes on from there, and the RSS is the process's: interpreter, Textual,
+the table and its caches, every replica's last whole scrape, the history.
 """
 
 from __future__ import annotations
@@ -59,6 +65,47 @@ def advance(s: Sample, k: int) -> Sample:
                   process_cpu_seconds=(s.process_cpu_seconds or 0.0) + 0.3 * k, extra=s.extra)
 
 
+def run_tui(m: Monitor, cfg: Config, bases: list[Sample], first: int, steps: int, t_start: float,
+            interval: float) -> None:
+    """kvwatch's app over `m` for refreshes first..steps-1, as fast as it draws them."""
+    import asyncio
+
+    from tui.app import KvwatchApp
+
+    class Clocked:
+        description = "bench"
+        pending = ()
+
+        def __init__(self) -> None:
+            self.k, self.polled_at = first, None
+
+        async def start(self) -> None:
+            pass
+
+        async def close(self) -> None:
+            pass
+
+        async def poll(self) -> list[Scrape]:
+            k = self.k = min(self.k, steps - 1)
+            self.k += 1
+            ts = self.polled_at = t_start + k * interval
+            return [Scrape(ts=ts, replica=f"vllm-{i:04d}", sample=advance(s, k)) for i, s in enumerate(bases)]
+
+    m.source = Clocked()
+    app = KvwatchApp(m, 0.0, config=cfg)  # interval 0: the poll loop's own 50 ms floor paces it
+
+    async def drive() -> None:
+        async with app.run_test(size=(200, 50)) as pilot:
+            while app.refreshes < steps - first:
+                await pilot.pause(0.2)
+            app.workers.cancel_group(app, "poll")
+            await pilot.pause(0.3)
+            gc.collect()
+            print(f"TUI: {app.refreshes} refreshes drawn; RSS with the app running {rss_mib():.0f} MiB")
+
+    asyncio.run(drive())
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replicas", type=int, default=256)
@@ -70,6 +117,8 @@ def main() -> int:
                     help="seconds of scrapes handed to the Monitor at once (1: as live polling does; a larger "
                          "batch is faster to run but its whole pages count in the RSS)")
     ap.add_argument("--raw", action="store_true", help="keep each scrape's page text, as DirectSource does")
+    ap.add_argument("--tui", type=int, default=0, metavar="N",
+                    help="run kvwatch's app (headless, 200x50) over the Monitor for the last N refreshes")
     ap.add_argument("--no-hists", action="store_true",
                     help="samples without histograms: how much of the history is bucket counts")
     args = ap.parse_args()
@@ -82,11 +131,15 @@ def main() -> int:
                         process_cpu_seconds=s.process_cpu_seconds, extra=s.extra) for s in bases]
     if not args.raw:
         del pages[:]  # the page text is the parser's input only: a live process does not keep it
+    if args.tui:
+        import tui.app  # noqa: F401  (the floor includes what the TUI imports)
     cfg = Config(history_window=args.window)
     m = Monitor(thresholds=cfg.thresholds, windows=cfg.windows, history_len=cfg.history_len(args.interval))
     gc.collect()
     base_rss = rss_mib()
-    print(f"covers: history and diagnosis only (no drawing, no HTTP); history_window {args.window:g} s at "
+    covers = (f"the whole TUI process (app headless at 200x50 for the last {args.tui} refreshes; no HTTP)"
+              if args.tui else "history and diagnosis only (no drawing, no HTTP)")
+    print(f"covers: {covers}; history_window {args.window:g} s at "
           f"{args.interval:g} s -> {m.history_len} points kept per replica; "
           f"{args.seconds} simulated seconds fed at 1/{args.interval:g} Hz")
     print(f"RSS before feeding (interpreter + parsed pages: the floor) {base_rss:.0f} MiB")
@@ -94,15 +147,18 @@ def main() -> int:
     batch: list[Scrape] = []
     t_start = 1_700_000_000.0
     steps = int(args.seconds / args.interval)
+    fed = steps - (args.tui if args.tui else 0)
     per_batch = max(1, round(args.batch_s / args.interval))
-    for k in range(steps):
+    for k in range(fed):
         ts = t_start + k * args.interval
         for i, s in enumerate(bases):
             raw = (pages[i] + f"# {k}\n") if args.raw else None  # a distinct string, as each scrape is
             batch.append(Scrape(ts=ts, replica=f"vllm-{i:04d}", sample=advance(s, k), raw=raw))
-        if (k + 1) % per_batch == 0 or k == steps - 1:
+        if (k + 1) % per_batch == 0 or k == fed - 1:
             m.ingest(batch)
             batch = []
+    if args.tui:
+        run_tui(m, cfg, bases, fed, steps, t_start, args.interval)
     gc.collect()
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     n = args.replicas * steps
@@ -114,7 +170,7 @@ def main() -> int:
     what = " with raw pages kept" if args.raw else " without histograms" if args.no_hists else ""
     print(f"after {args.seconds / 60:.1f} simulated min{what}: RSS {rss:.0f} MiB (peak {peak:.0f} MiB), "
           f"{kept} points retained per replica")
-    print(f"history: {rss - base_rss:.0f} MiB over the floor = {(rss - base_rss) / args.replicas:.2f} MiB per replica "
+    print(f"{'history and app' if args.tui else 'history'}: {rss - base_rss:.0f} MiB over the floor = {(rss - base_rss) / args.replicas:.2f} MiB per replica "
           f"= {per_point:,.0f} B per replica per retained point "
           f"= {(rss - base_rss) * 2**20 / (args.replicas * min(steps, m.history_len)):,.0f} B per replica per second "
           f"of history")

@@ -98,7 +98,7 @@ def test_old_scrapes_read_back_their_values_exactly():
     assert len({id(s.sample.cache_config) for s in scr[:-1]}) == 1  # one config object for the run
 
 
-def test_an_hour_keeps_five_minutes_at_the_interval_and_one_point_in_thirty_before():
+def test_an_hour_keeps_three_minutes_at_the_interval_and_one_point_in_thirty_before():
     """Issue 14: a history longer than ten minutes keeps its newest FINE_POINTS at the interval,
     exactly, and one point in COARSE_EVERY before, to float32 precision; points and scrapes
     stay aligned."""

@@ -65,7 +65,7 @@ def test_triage_step_5_reads_request_shape_across_thinned_history():
 
 
 def test_triage_step_5_finds_a_baseline_in_a_thinned_hour():
-    # An hour of history at 1 s keeps one point in ten past five minutes; the baselines there
+    # An hour of history at 1 s keeps one point in thirty past three minutes; the baselines there
     # must stay about one a minute, or a problem that began a few minutes after the history
     # did has no request-shape baseline (seen with one per five minutes: "missing").
     from tests.gameday import SteppedDemo

@@ -72,7 +72,7 @@ class ReplicaHistory:
         self.name = name
         # (ts, ReplicaMetrics) per successful scrape, and the scrape's packed values beside it
         # (`scrapes`); past the newest POINTS_KEPT packed; a history longer than ten minutes
-        # keeps one point in thirty past its newest five (pointlog.py)
+        # keeps one point in thirty past its newest three (pointlog.py)
         self.points = PointLog(maxlen, POINTS_KEPT)
         # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
         # reads all of them for every replica.

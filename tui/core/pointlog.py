@@ -42,8 +42,8 @@ _NAMES = tuple(f.name for f in fields(ReplicaMetrics))
 _STRIDE = len(_NAMES)
 
 WHOLE_POINTS = 600  # a history up to this many points (the default ten minutes) is kept at the interval
-FINE_POINTS = 300  # a longer one keeps its newest this many at the interval,
-COARSE_EVERY = 30  # and one point in thirty before them (an hour at 1 s: 300 + 110 points)
+FINE_POINTS = 180  # a longer one keeps its newest this many at the interval (past the windows),
+COARSE_EVERY = 30  # and one point in thirty before them (an hour at 1 s: 180 + 114 points)
 
 # Pod-level values an old scrape answers `sample.value(name)` for.
 SCRAPE_VALUES = ("kv_usage", "running", "waiting", "waiting_capacity", "waiting_deferred", "swapped", "preemptions",

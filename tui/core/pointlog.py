@@ -115,7 +115,6 @@ class _Layout:
 
 _LAYOUTS: dict[tuple, _Layout] = {}
 _BY_IDS: dict[tuple, _Layout] = {}  # (name, id(bounds)) -> layout; checked by identity on use
-_U32 = 1 << 32
 
 # (layout, bucket counts of every histogram, (sum, count) of each): the counts are whole numbers
 # on every real page, so they are packed as 32-bit unsigned integers (exact, half a double's
@@ -148,8 +147,8 @@ def _pack(hists: list[tuple[str, Histogram]]) -> Packed | None:
         _BY_IDS[ids] = layout
     try:
         whole = list(map(int, counts))
-        packed = array("I", whole) if whole == counts else None  # (ValueError/OverflowError: NaN, inf, < 0, >= 2**32)
-    except (ValueError, OverflowError):
+        packed = array("I", whole) if whole == counts else None
+    except (ValueError, OverflowError):  # NaN or inf; below 0 or from 2**32 on
         packed = None
     return layout, packed if packed is not None else array("d", counts), array("d", tails)
 

@@ -127,6 +127,25 @@ def test_an_hour_keeps_three_minutes_at_the_interval_and_one_point_in_thirty_bef
     assert kept and all(60 <= b - a <= 60 + COARSE_EVERY for a, b in zip(kept, kept[1:]))  # baselines, ~1 a minute
 
 
+def test_counters_of_the_thinned_tier_read_back_exactly():
+    """Old scrapes' counters are differenced against the newest (rates over look-back windows,
+    with reset detection): a float32 of a big counter can round above the later value and read
+    as a restart. The thinned tier keeps its counters as doubles."""
+    from tui.core.pointlog import FINE_POINTS
+
+    n = 3600
+    h = ReplicaHistory("r", maxlen=n, windows=Windows(rate_s=30, quantile_s=60))
+    big = 2_000_000_001.0  # an idle replica's token counter: no float32 holds it
+    for i in range(n):
+        s = sample(3.0 * i, (i, i, i, i))
+        vals = dict(s.engines["0"].values, prompt_tokens=big, requests_success=1e12 + i)
+        h.add(Scrape(float(i), "r", Sample(engines={"0": EngineSample(vals, s.engines["0"].hists)}, generation="v1")))
+    old = [s for s in h.scrapes if s.ts <= n - 1 - FINE_POINTS]
+    assert old
+    assert all(s.sample.value("prompt_tokens") == big for s in old)
+    assert all(s.sample.value("requests_success") == 1e12 + s.ts for s in old)
+
+
 def _f32_equal(a, b) -> bool:
     """Every field of two ReplicaMetrics equal to float32 precision (None and types alike)."""
     import dataclasses

@@ -11,10 +11,11 @@ newest first:
 - fine: the next points up to `fine` in all (all of a history up to `whole` points: the
   default ten minutes), at the scrape interval;
 - coarse: past `fine` (only in a history longer than `whole`), one point in `every`, its
-  values as float32 (this tier is already a thinned view of minutes-old points).
+  points' values as float32 (this tier is already a thinned view of minutes-old points).
 
-The fine tier's numbers are doubles, so a point or scrape there reads back exactly; window
-histograms keep their bucket counts as 32-bit integers while they are whole (`_pack`).
+Every other packed number is a double, so a scrape, and a point of the fine tier, reads back
+exactly; window histograms keep their bucket counts as 32-bit integers while they are whole
+(`_pack`), which is exact too.
 
 A packed scrape keeps its pod-level values of `SCRAPE_VALUES` (what the rules, runbook, triage
 and scale-out read; the gauges its point already holds are taken from the point), its process
@@ -188,22 +189,23 @@ def _unpack_all(packed: Packed | None) -> Mapping[str, Histogram]:
 class _Ring:
     """Fixed-capacity ring of packed rows: time, sequence number, the point's values with bit
     masks of the fields that were None / ints / AtLeast, the scrape's values, one side object.
-    `values` is the typecode of the two value columns: "d" (exact) or "f" (the thinned tier)."""
+    `points` is the typecode of the points' values: "d" (exact) or "f" (the thinned tier); the
+    scrapes' values (counters among them) are always doubles."""
 
-    __slots__ = ("cap", "values", "ts", "seq", "m", "none", "ints", "v", "side", "head", "n")
+    __slots__ = ("cap", "points", "ts", "seq", "m", "none", "ints", "v", "side", "head", "n")
 
-    def __init__(self, cap: int, values: str = "d") -> None:
+    def __init__(self, cap: int, points: str = "d") -> None:
         self.cap = cap
-        self.values = values
-        self.ts, self.m, self.v = array("d"), array(values), array(values)
+        self.points = points
+        self.ts, self.m, self.v = array("d"), array(points), array("d")
         self.seq, self.none, self.ints = array("q"), array("Q"), array("Q")
         self.side: list[Any] = []
         self.head = 0
         self.n = 0
 
     def copy(self) -> _Ring:
-        new = _Ring(self.cap, self.values)
-        new.ts, new.m, new.v = array("d", self.ts), array(self.values, self.m), array(self.values, self.v)
+        new = _Ring(self.cap, self.points)
+        new.ts, new.m, new.v = array("d", self.ts), array(self.points, self.m), array("d", self.v)
         new.seq, new.none, new.ints = array("q", self.seq), array("Q", self.none), array("Q", self.ints)
         new.side = list(self.side)
         new.head, new.n = self.head, self.n
@@ -230,11 +232,10 @@ class _Ring:
             s = self.slot(self.n)
             self.n += 1
         ts, seq, m, none, ints, v, side = row
-        tc = self.values
-        if not (isinstance(m, array) and m.typecode == tc):
-            m = array(tc, m)
-        if not (isinstance(v, array) and v.typecode == tc):
-            v = array(tc, v)
+        if not (isinstance(m, array) and m.typecode == self.points):
+            m = array(self.points, m)
+        if not isinstance(v, array):
+            v = array("d", v)
         if s == len(self.ts):  # still growing
             self.ts.append(ts)
             self.seq.append(seq)
@@ -351,8 +352,10 @@ class PointLog(Sequence):
         # newest: (point, scrape values row, side object)
         self._recent: deque[tuple[Point, list[float], Any]] = deque()
         self._fine = _Ring(fine_n - self.keep)
-        # The thinned tier keeps its values as float32 (7 significant digits; whole numbers exact
-        # to 2**24): one point in `every`, minutes old, read by look-backs that compare spans.
+        # The thinned tier keeps its points' values as float32 (7 significant digits; whole
+        # numbers exact to 2**24): one point in `every`, minutes old. Its scrapes' values stay
+        # doubles: counters are differenced against newer ones, where a float32 rounded up
+        # would read as a restart.
         self._coarse = _Ring(-(-(maxlen - fine_n) // self.every) if maxlen > fine_n else 0, "f")
         self._odd: dict[int, Point] = {}  # points with a value that is no float or int, kept whole, by seq
         self._seq = 0  # points appended so far: the next point's sequence number

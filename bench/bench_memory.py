@@ -39,6 +39,7 @@ from bench.realpage import render_v1_page  # noqa: E402
 from tui.core.metrics.extract import parse_vllm, to_sample  # noqa: E402
 from tui.core.model import EngineSample, Histogram, Sample, Scrape  # noqa: E402
 from tui.core.monitor import Monitor  # noqa: E402
+from tui.core.perf import tune_gc  # noqa: E402
 
 TARGET_RSS_MIB = 150  # issue 14 (stated in MB; MiB is the stricter reading)
 
@@ -122,6 +123,7 @@ def main() -> int:
     ap.add_argument("--no-hists", action="store_true",
                     help="samples without histograms: how much of the history is bucket counts")
     args = ap.parse_args()
+    tune_gc()  # as the kvwatch command does (it holds more short-lived garbage between collections)
     print(describe() + "; " + load_average())
     pages = [render_v1_page(seed=i) for i in range(args.replicas)]
     bases = [to_sample(parse_vllm(p)) for p in pages]

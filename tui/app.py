@@ -12,6 +12,7 @@ entries in `self.pressure` (tui/alerts.py), theme choice in tui/theming.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
@@ -49,6 +50,9 @@ class FleetUpdated(Message):
         super().__init__()
         self.state = state
         self.error = error
+
+
+GC_EVERY = 30  # refreshes between full collections in the TUI (refresh_once)
 
 
 class KvwatchApp(App):
@@ -289,6 +293,12 @@ class KvwatchApp(App):
             await asyncio.sleep(max(0.05, self.interval - (time.monotonic() - t0)))
 
     async def refresh_once(self) -> None:
+        # Frames leave reference cycles (Textual's strips and their caches, many of them old
+        # enough to be in the oldest generation by the time they are dropped) that only a full
+        # collection frees, and the command runs those rarely for CPU (core/perf.py): one every
+        # GC_EVERY refreshes bounds that garbage to a few frames' worth.
+        if self.refreshes % GC_EVERY == 0:
+            gc.collect()
         try:
             state, err = await self.monitor.refresh(), None
         except Exception as e:  # the whole source failed (e.g. Prometheus 401): say so, keep going

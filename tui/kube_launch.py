@@ -137,7 +137,7 @@ def _connect_or_report(args: argparse.Namespace):
 
 def run_kube(args: argparse.Namespace) -> int:
     from .core.sources.kube import ClusterSource
-    from .launch import run
+    from .launch import recording, run
 
     cluster = _connect_or_report(args)
     if cluster is None:
@@ -149,22 +149,17 @@ def run_kube(args: argparse.Namespace) -> int:
         gpu_exec = NvidiaSmiExec(cluster.exec_in_pod, min_interval_s=max(5.0, args.gpu_exec_interval))
     elif args.gpu_exec:
         print("kvwatch: --gpu-exec is off under --readonly (pods/exec is a create request)", file=sys.stderr)
-    return run(args, ClusterSource(cluster, timeout=args.timeout, gpu_exec=gpu_exec, keep_raw=_recording(args)))
+    return run(args, ClusterSource(cluster, timeout=args.timeout, gpu_exec=gpu_exec, keep_raw=recording(args)))
 
 
 def with_cluster(args: argparse.Namespace, prom) -> int:
     """`--prometheus URL` plus Kubernetes flags: Prometheus rows joined to the pod watch."""
     from .core.sources.prom_kube import PrometheusWithCluster
     from .core.sources.kube import ClusterSource
-    from .launch import run
+    from .launch import recording, run
 
     cluster = _connect_or_report(args)
     if cluster is None:
         return 2
     return run(args, PrometheusWithCluster(prom, ClusterSource(cluster, timeout=args.timeout,
-                                                               keep_raw=_recording(args))))
-
-
-def _recording(args: argparse.Namespace) -> bool:
-    """Scrapes carry their page text only for the recorder (~42 KB each)."""
-    return bool(getattr(args, "record", None))
+                                                               keep_raw=recording(args))))

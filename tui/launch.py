@@ -13,6 +13,11 @@ from .core.monitor import Monitor
 from .core.sources.base import Source
 
 
+def recording(args: argparse.Namespace) -> bool:
+    """Scrapes carry their page text (~42 KB each) only for the recorder."""
+    return bool(getattr(args, "record", None))
+
+
 def direct_source(args: argparse.Namespace) -> Source:
     """DirectSource for --url/--gpu-url; ValueError with a user message on a bad URL."""
     from .core.sources.direct import DirectSource, Target, normalize_url
@@ -25,9 +30,7 @@ def direct_source(args: argparse.Namespace) -> Source:
         name = metrics_url.split("://", 1)[1].rsplit("/metrics", 1)[0]
         targets.append(Target(name=name, url=metrics_url, gpu_url=normalize_url(gpu) if gpu else None))
     desc = f"direct: {len(targets)} server{'s' if len(targets) != 1 else ''}"
-    # The page text is kept only for the recorder (~42 KB a replica otherwise held by the Monitor).
-    keep_raw = bool(getattr(args, "record", None))
-    source = DirectSource(targets, timeout=args.timeout, description=desc, keep_raw=keep_raw)
+    source = DirectSource(targets, timeout=args.timeout, description=desc, keep_raw=recording(args))
     from .core.sources.local_gpu import LocalGpuSource, choose
 
     gpus, ports, line = choose(mode, [(t.name, t.url) for t in targets])

@@ -192,11 +192,10 @@ class _Ring:
     `points` is the typecode of the points' values: "d" (exact) or "f" (the thinned tier); the
     scrapes' values (counters among them) are always doubles."""
 
-    __slots__ = ("cap", "points", "ts", "seq", "m", "none", "ints", "v", "side", "head", "n")
+    __slots__ = ("cap", "ts", "seq", "m", "none", "ints", "v", "side", "head", "n")
 
     def __init__(self, cap: int, points: str = "d") -> None:
         self.cap = cap
-        self.points = points
         self.ts, self.m, self.v = array("d"), array(points), array("d")
         self.seq, self.none, self.ints = array("q"), array("Q"), array("Q")
         self.side: list[Any] = []
@@ -204,8 +203,8 @@ class _Ring:
         self.n = 0
 
     def copy(self) -> _Ring:
-        new = _Ring(self.cap, self.points)
-        new.ts, new.m, new.v = array("d", self.ts), array(self.points, self.m), array("d", self.v)
+        new = _Ring(self.cap, self.m.typecode)
+        new.ts, new.m, new.v = array("d", self.ts), array(self.m.typecode, self.m), array("d", self.v)
         new.seq, new.none, new.ints = array("q", self.seq), array("Q", self.none), array("Q", self.ints)
         new.side = list(self.side)
         new.head, new.n = self.head, self.n
@@ -232,8 +231,8 @@ class _Ring:
             s = self.slot(self.n)
             self.n += 1
         ts, seq, m, none, ints, v, side = row
-        if not (isinstance(m, array) and m.typecode == self.points):
-            m = array(self.points, m)
+        if not (isinstance(m, array) and m.typecode == self.m.typecode):
+            m = array(self.m.typecode, m)
         if not isinstance(v, array):
             v = array("d", v)
         if s == len(self.ts):  # still growing

@@ -12,7 +12,6 @@ entries in `self.pressure` (tui/alerts.py), theme choice in tui/theming.py.
 from __future__ import annotations
 
 import asyncio
-import gc
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
@@ -25,6 +24,7 @@ from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
 from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
+from tui.core.perf import release_memory
 from tui.core.refresh_rate import RefreshMeter
 from tui.core.textsafe import redact
 
@@ -296,9 +296,10 @@ class KvwatchApp(App):
         # Frames leave reference cycles (Textual's strips and their caches, many of them old
         # enough to be in the oldest generation by the time they are dropped) that only a full
         # collection frees, and the command runs those rarely for CPU (core/perf.py): one every
-        # GC_EVERY refreshes bounds that garbage to a few frames' worth.
+        # GC_EVERY refreshes bounds that garbage to a few frames' worth; the allocator's free
+        # pages go back to the system with it.
         if self.refreshes % GC_EVERY == 0:
-            gc.collect()
+            release_memory()
         try:
             state, err = await self.monitor.refresh(), None
         except Exception as e:  # the whole source failed (e.g. Prometheus 401): say so, keep going

@@ -1,0 +1,35 @@
+"""core/perf.py: what the command does to keep a long session's memory bounded."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+
+import pytest
+
+from tui.core.perf import release_memory
+
+
+def _rss_mib() -> float:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(ctypes.CDLL(None), "malloc_trim"),
+                    reason="glibc's malloc_trim")
+def test_release_memory_hands_the_free_pages_between_live_objects_back_to_the_system():
+    # Each refresh allocates and frees a page-sized buffer (~42 KB) per replica among objects
+    # that live on: the allocator keeps the freed pages between them (RSS grew ~8 MiB in the
+    # first minute at 256 replicas, measured), which only malloc_trim returns.
+    big, keep = [], []
+    for i in range(2000):
+        big.append(b"x" * 40_000 + bytes([i % 256]))  # touched: resident
+        keep.append(b"y" * 600 + bytes([i % 256]))  # over pymalloc's 512 B: from malloc, between them
+    before = _rss_mib()
+    del big
+    after_free = _rss_mib()
+    release_memory()
+    after = _rss_mib()
+    assert len(keep) == 2000
+    # ~76 MiB freed; without the trim the heap keeps nearly all of it resident
+    assert after_free - after > 40, (before, after_free, after)

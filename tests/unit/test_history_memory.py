@@ -65,7 +65,7 @@ def test_window_histograms_pack_their_bucket_counts_in_four_bytes_and_read_back_
     packed = pack_hists(s)
     buckets = sum(len(s.hist(n).bounds) for n in WINDOW_HISTS if s.hist(n) is not None)
     assert buckets > 40
-    size = sum(sys.getsizeof(p) for p in packed[1:])
+    size = sys.getsizeof(packed)
     assert size < 4.5 * buckets + 8 * 2 * len(WINDOW_HISTS) + 200, (size, buckets)
     for n in WINDOW_HISTS:
         assert unpack_hist(packed, n) == s.hist(n)
@@ -73,6 +73,25 @@ def test_window_histograms_pack_their_bucket_counts_in_four_bytes_and_read_back_
     odd = Histogram((1.0, float("inf")), (0.5, 5e9), 1.25, 5e9)
     odd_packed = pack_hists(Sample(engines={"0": EngineSample({}, {"ttft": odd})}))
     assert unpack_hist(odd_packed, "ttft") == odd
+
+
+def test_a_scrapes_window_histograms_are_one_object_that_copies_and_pickles_whole():
+    """~120 of them per replica at an hour (the windows' scrapes and the look-back baselines):
+    a tuple of the layout and two arrays cost ~130 bytes more than the numbers' own bytes."""
+    import copy
+    import pickle
+
+    from tui.core.pointlog import WINDOW_HISTS, pack_hists, unpack_hist
+
+    s = _real_sample()
+    packed = pack_hists(s)
+    hists = [n for n in WINDOW_HISTS if s.hist(n) is not None]
+    buckets = sum(len(s.hist(n).bounds) for n in hists)
+    own = _deep_size([packed]) - _deep_size([packed.layout])
+    assert own < 4 * buckets + 16 * len(hists) + 100, (own, buckets, len(hists))
+    for twin in (copy.copy(packed), copy.deepcopy(packed), pickle.loads(pickle.dumps(packed))):
+        assert twin.layout is packed.layout
+        assert [unpack_hist(twin, n) for n in hists] == [s.hist(n) for n in hists]
 
 
 def test_an_hour_of_points_and_scrapes_costs_under_160_kb():

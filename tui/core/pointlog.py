@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import operator
+import struct
 from array import array
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -101,27 +102,72 @@ def _subset(packed: Packed | None, names: tuple[str, ...]) -> Packed | None:
 class _Layout:
     """Which histograms a packed array holds and where: one object per bucket shape (interned)."""
 
-    __slots__ = ("names", "bounds", "at")
+    __slots__ = ("key", "names", "bounds", "at", "ncounts")
 
     def __init__(self, key: tuple) -> None:
+        self.key = key
         self.names = tuple(n for n, _ in key)
         self.bounds = tuple(b for _, b in key)
-        # name -> (offset of its bucket counts, offset of its (sum, count), bounds)
+        # name -> (offset of its bucket counts, index of its (sum, count) pair, bounds)
         self.at: dict[str, tuple[int, int, tuple[float, ...]]] = {}
         o = 0
         for j, (n, bounds) in enumerate(key):
-            self.at[n] = (o, 2 * j, bounds)
+            self.at[n] = (o, j, bounds)
             o += len(bounds)
+        self.ncounts = o
+
+    def __reduce__(self):
+        return (_layout, (self.key,))
 
 
 _LAYOUTS: dict[tuple, _Layout] = {}
 _BY_IDS: dict[tuple, _Layout] = {}  # (name, id(bounds)) -> layout; checked by identity on use
 
-# (layout, bucket counts of every histogram, (sum, count) of each): the counts are whole numbers
-# on every real page, so they are packed as 32-bit unsigned integers (exact, half a double's
-# size: a real page's window histograms are ~140 counts, kept for every scrape of the windows);
-# counts that are not (a fraction, 2**32 or more) keep doubles.
-Packed = tuple[_Layout, array, array]
+
+def _layout(key: tuple) -> _Layout:
+    layout = _LAYOUTS.get(key)
+    if layout is None:
+        if len(_LAYOUTS) > 1000:
+            _LAYOUTS.clear()
+            _BY_IDS.clear()
+        layout = _LAYOUTS[key] = _Layout(key)
+    return layout
+
+
+class Packed(array):
+    """Histograms in one array: the bucket counts of each, then the (sum, count) pair of each as
+    doubles. The counts are whole numbers on every real page, so the array is of 32-bit
+    unsigned integers (exact, half a double's size; each pair then takes four of them): a real
+    page's window histograms are ~140 counts, kept for every scrape of the windows. Counts
+    that are not (a fraction, 2**32 or more) make it an array of doubles. One object per
+    scrape: a tuple of the layout and two arrays cost ~130 bytes more, ~4 MiB at 256 replicas
+    over an hour."""
+
+    __slots__ = ("layout",)
+
+    # (array's own copy and pickle would make a plain array, without the layout)
+    def __reduce_ex__(self, protocol):
+        return (_packed, (self.typecode, self.tobytes(), self.layout))
+
+    def __copy__(self) -> Packed:
+        return _packed(self.typecode, self.tobytes(), self.layout)
+
+    def __deepcopy__(self, memo) -> Packed:
+        return self.__copy__()
+
+    def pair(self, j: int) -> tuple[float, float]:
+        """(sum, count) of the layout's j-th histogram."""
+        return _PAIR.unpack_from(self, self.layout.ncounts * self.itemsize + 16 * j)
+
+
+_PAIR = struct.Struct("dd")
+
+
+def _packed(typecode: str, data: bytes, layout: _Layout) -> Packed:
+    p = Packed(typecode)
+    p.frombytes(data)
+    p.layout = layout
+    return p
 
 
 def _pack(hists: list[tuple[str, Histogram]]) -> Packed | None:
@@ -138,52 +184,49 @@ def _pack(hists: list[tuple[str, Histogram]]) -> Packed | None:
     ids = tuple((n, id(h.bounds)) for n, h in hists)
     layout = _BY_IDS.get(ids)
     if layout is None or any(a is not h.bounds for a, (_n, h) in zip(layout.bounds, hists)):
-        k = tuple((n, h.bounds) for n, h in hists)
-        layout = _LAYOUTS.get(k)
-        if layout is None:
-            if len(_LAYOUTS) > 1000:
-                _LAYOUTS.clear()
-                _BY_IDS.clear()
-            layout = _LAYOUTS[k] = _Layout(k)
+        layout = _layout(tuple((n, h.bounds) for n, h in hists))
         _BY_IDS[ids] = layout
+    # built from one list, so that the array is allocated at its exact size
     try:
         whole = list(map(int, counts))
-        packed = array("I", whole) if whole == counts else None
+        packed = Packed("I", whole + array("I", array("d", tails).tobytes()).tolist()) if whole == counts else None
     except (ValueError, OverflowError):  # NaN or inf; below 0 or from 2**32 on
         packed = None
-    return layout, packed if packed is not None else array("d", counts), array("d", tails)
+    if packed is None:
+        packed = Packed("d", counts + tails)
+    packed.layout = layout
+    return packed
 
 
 def unpack_hist(packed: Packed | None, name: str) -> Histogram | None:
     if packed is None:
         return None
-    layout, counts, tails = packed
-    at = layout.at.get(name)
+    at = packed.layout.at.get(name)
     if at is None:
         return None
-    o, t, bounds = at
-    part = counts[o:o + len(bounds)]
-    return Histogram(bounds, tuple(map(float, part)) if counts.typecode == "I" else tuple(part), tails[t], tails[t + 1])
+    o, j, bounds = at
+    part = packed[o:o + len(bounds)]
+    total, count = packed.pair(j)
+    return Histogram(bounds, tuple(map(float, part)) if packed.typecode == "I" else tuple(part), total, count)
 
 
 def minus_packed(newest: Histogram, packed: Packed | None, name: str) -> Histogram:
     """`newest.minus(unpack_hist(packed, name))` without building the older histogram."""
-    at = packed[0].at.get(name) if packed is not None else None
+    at = packed.layout.at.get(name) if packed is not None else None
     if at is None:
         return newest
-    o, t, bounds = at
-    tails = packed[2]
-    if bounds != newest.bounds or tails[t + 1] > newest.count:
+    o, j, bounds = at
+    total, count = packed.pair(j)
+    if bounds != newest.bounds or count > newest.count:
         return newest  # another layout, or a reset: as Histogram.minus
-    d = map(operator.sub, newest.counts, packed[1][o:o + len(bounds)])  # float - int: a float
-    return Histogram(bounds, tuple([x if x > 0.0 else 0.0 for x in d]), newest.sum - tails[t],
-                     newest.count - tails[t + 1])
+    d = map(operator.sub, newest.counts, packed[o:o + len(bounds)])  # float - int: a float
+    return Histogram(bounds, tuple([x if x > 0.0 else 0.0 for x in d]), newest.sum - total, newest.count - count)
 
 
 def _unpack_all(packed: Packed | None) -> Mapping[str, Histogram]:
     if packed is None:
         return _EMPTY
-    return {n: unpack_hist(packed, n) for n in packed[0].names}
+    return {n: unpack_hist(packed, n) for n in packed.layout.names}
 
 
 class _Ring:

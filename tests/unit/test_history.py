@@ -193,3 +193,16 @@ def test_sparkline_series_match_the_points_they_come_from():
             for name in SERIES:
                 for n in (1, 7, SPARK_POINTS, SPARK_POINTS + 30):
                     assert h.series(name, n) == tuple(getattr(m, name) for _, m in list(h.points)[-n:])
+
+
+def test_a_sparkline_value_that_repeats_is_one_object():
+    # Past the newest few points the sparkline deques are the only holders of these floats
+    # (24 bytes each, 7 series x 60 per replica); a steady value (an idle queue, no
+    # preemptions) is kept once for the run instead of once per point.
+    h = ReplicaHistory("r", maxlen=600, windows=Windows(rate_s=5, quantile_s=5))
+    for i in range(100):
+        h.add(Scrape(float(i), "r", sample(0.0, (i, i, i, i), running=float(7 + i % 2))))
+    rate, running = h.series("preemptions_per_s", 60), h.series("running", 60)
+    assert rate == (0.0,) * 60  # derived anew at each point: a new float each time
+    assert len({id(v) for v in rate}) == 1
+    assert running == tuple(float(7 + i % 2) for i in range(40, 100))  # values that change are kept as they are

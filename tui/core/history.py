@@ -107,7 +107,12 @@ class ReplicaHistory:
             self.points.append((scrape.ts, m), scrape, hists)
             self._thin(scrape.ts)
             for k, d in self._spark.items():
-                d.append(getattr(m, k))
+                v = getattr(m, k)
+                if d:  # a value equal to the one before: that object again (a steady series is one float)
+                    last = d[-1]
+                    if v == last and type(v) is type(last):
+                        v = last
+                d.append(v)
         else:
             if self.first_error_ts is None:
                 self.first_error_ts = scrape.ts

@@ -136,6 +136,7 @@ def test_back_after_an_outage_the_verdict_starts_afresh():
     assert seen[5][1].verdict == "kv-pressure"
     assert seen[11][1].verdict == "down" and seen[11][1].since == 1030.0
     assert seen[12][1].verdict == "unknown"
+    assert not [f.summary for _, f in seen if "diagnosis failed" in f.summary]
     f = seen[-1][1]
     assert f.verdict == "healthy" and f.since >= 1060.0
 

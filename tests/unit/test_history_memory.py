@@ -104,3 +104,23 @@ def test_an_hour_of_points_and_scrapes_costs_under_160_kb():
     assert len(h.points) == len(h.scrapes) == FINE_POINTS + (HOUR - FINE_POINTS) // COARSE_EVERY
     assert _deep_size([h.points]) < 160_000, _deep_size([h.points])
     assert _deep_size([h]) < 200_000, _deep_size([h])
+
+
+def test_the_diagnosis_holds_no_derived_metrics_beyond_the_historys_own_newest_points():
+    """The verdict state machine keeps its last few points for the short-window signals; only
+    the newest one's metrics are read (evidence), so older ones do not keep theirs alive past
+    the history's own newest points (~1 KB each, 4 per replica)."""
+    from tui.core.diagnosis.rules import diagnose
+    from tui.core.model import ReplicaMetrics
+
+    h = ReplicaHistory("r", maxlen=HOUR)
+    for i in range(40):
+        vals = {"kv_usage": 0.5 + i % 7 / 100, "running": float(i % 13), "waiting": 1.0, "preemptions": i / 10}
+        h.add(Scrape(float(i), "r", Sample(engines={"0": EngineSample(vals, {})}, generation="v1")))
+        diagnose(h, float(i))
+    tail = list(h.diagnosis.tail)
+    assert len(tail) > 4
+    assert tail[-1].m is h.points[-1][1]
+    own = {id(m) for _, m in h.points[-4:]}  # the newest points, kept as objects
+    extra = [p.m for p in tail if id(p.m) not in own and p.m != ReplicaMetrics()]
+    assert not extra, len(extra)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from .. import engines
 from ..history import ReplicaHistory
 from .. import verdicts as V
-from ..model import DOWN, Evidence, Finding, GpuSample
+from ..model import DOWN, Evidence, Finding, GpuSample, ReplicaMetrics
 from .signals import Point, make_point
 from .starting import starting
 from .thresholds import Thresholds
@@ -362,6 +362,9 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
 # running pinned, two preemptions): they need no further sustain. node-fault is a hard signal.
 _FAST = frozenset({V.NODE_FAULT, V.STALLED, V.CONCURRENCY_CAPPED, V.KV_PRESSURE, V.OVERLOADED})
 _TAIL = 8  # points kept for short-window signals
+# What a tail point older than the newest holds as its metrics: only the newest point's are read
+# (evidence), and the history keeps its own newest few as objects (~1 KB each otherwise).
+_NO_METRICS = ReplicaMetrics()
 
 
 @dataclass(slots=True)
@@ -393,6 +396,8 @@ class _Tracker:
             self.tail.clear()
             self.n, self.state, self.since, self.cand, self.cand_n = 0, V.UNKNOWN, None, None, 0
         p = make_point(scrape, m, list(self.tail), self.t)
+        if self.tail and self.tail[-1].m is not _NO_METRICS:  # (empty after an outage)
+            self.tail[-1] = replace(self.tail[-1], m=_NO_METRICS)
         self.tail.append(p)
         self.last_point = point_tuple
         self.n += 1

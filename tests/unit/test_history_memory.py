@@ -124,3 +124,27 @@ def test_the_diagnosis_holds_no_derived_metrics_beyond_the_historys_own_newest_p
     own = {id(m) for _, m in h.points[-4:]}  # the newest points, kept as objects
     extra = [p.m for p in tail if id(p.m) not in own and p.m != ReplicaMetrics()]
     assert not extra, len(extra)
+
+
+def test_the_windows_scrapes_cost_under_200_bytes_each_beside_their_histograms():
+    """What the rates and quantiles are derived from (~61 scrapes at the default windows): each
+    scrape's window values and running sums as one row of one array, not an array and a tuple
+    of its own (~300 bytes)."""
+    h = ReplicaHistory("r", maxlen=HOUR)
+    hist = Histogram((0.1, 1.0, float("inf")), (1.0, 2.0, 3.0), 0.5, 3.0)
+    for i in range(300):
+        vals = {"kv_usage": 0.5, "running": float(i % 13), "preemptions": i / 10, "requests_success": 2.0 * i}
+        h.add(Scrape(float(i), "r", Sample(engines={"0": EngineSample(vals, {"ttft": hist})}, generation="v1")))
+    rec = h._recent
+    n = len(rec)
+    assert 61 <= n <= 62, n  # the 60 s quantile window and its baseline
+    hists = [p for p in vars_of(rec) if type(p).__name__ == "Packed"]
+    assert _deep_size([rec]) - _deep_size(hists) < 200 * n, (_deep_size([rec]) - _deep_size(hists), n)
+
+
+def vars_of(rec) -> list:
+    """Everything one level inside the window's store (its rows' histograms among them)."""
+    out = []
+    for x in (getattr(rec, n) for n in getattr(type(rec), "__slots__", ())) if hasattr(rec, "hists") else rec:
+        out.extend(x if isinstance(x, (list, tuple)) else [x])
+    return out

@@ -53,13 +53,57 @@ _RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_se
 _IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
 _MISSING = object()
 
-# (ts, [values at _IDX / _CPU, then their running reset-adjusted sums] as doubles with NaN for
-# None, the scrape's window histograms packed (pointlog.pack_hists), None values so far) for the
-# scrapes inside the longest window: a counter's increase over a window is the difference of
-# its running sums at the window's ends, without a pass over the window.
-_Point = tuple[float, array, object, tuple[int, ...]]
 _NVALS = len(_WINDOW_VALUES) + 1
+_STRIDE = 1 + 2 * _NVALS
 _NAN = float("nan")
+
+
+class _WindowRows:
+    """The scrapes inside the longest window (and the one before it: the baseline), oldest
+    first, as rows of one array: (ts, the values at _IDX / _CPU, then their running
+    reset-adjusted sums) as doubles with NaN for None; beside them each scrape's window
+    histograms packed (pointlog.pack_hists) and the None values counted so far. A counter's
+    increase over a window is the difference of its running sums at the window's ends, without
+    a pass over the window. Rows before `start` are dropped ones, cut off eight at a time
+    (a tuple and an array per scrape cost ~150 bytes more: ~2 MiB at 256 replicas)."""
+
+    __slots__ = ("rows", "hists", "gaps", "start")
+
+    def __init__(self) -> None:
+        self.rows = array("d")
+        self.hists: list[object] = []
+        self.gaps: list[tuple[int, ...]] = []
+        self.start = 0
+
+    def __len__(self) -> int:
+        return len(self.hists) - self.start
+
+    def append(self, row: list[float], hists: object, gaps: tuple[int, ...]) -> None:
+        if self.start >= 8:  # (moves the live rows down: ~8 KB at a 60 s window of 1 s scrapes)
+            del self.rows[:self.start * _STRIDE], self.hists[:self.start], self.gaps[:self.start]
+            self.start = 0
+        self.rows.extend(row)
+        self.hists.append(hists)
+        self.gaps.append(gaps)
+
+    def ts(self, k: int) -> float:
+        return self.rows[k * _STRIDE]
+
+    def value(self, k: int, i: int) -> float:
+        return self.rows[k * _STRIDE + 1 + i]
+
+    def total(self, k: int, i: int) -> float:
+        return self.rows[k * _STRIDE + 1 + _NVALS + i]
+
+    def first(self, seconds: float) -> int:
+        """Index of the window's first row: the newest at or before `seconds` before the newest
+        row (the baseline), else the oldest."""
+        n = len(self.hists)
+        cutoff = self.ts(n - 1) - seconds
+        k = n - 1
+        while k > self.start and self.ts(k) > cutoff:
+            k -= 1
+        return k
 
 
 class ReplicaHistory:
@@ -88,7 +132,7 @@ class ReplicaHistory:
         # The scrapes of the longest window (and the one before it: the baseline), with their
         # window values and histograms read once: what each refresh's rates and quantiles are
         # derived from.
-        self._recent: deque[_Point] = deque(maxlen=maxlen)
+        self._recent = _WindowRows()
         # per window value: (last value seen, its running reset-adjusted sum, None values seen)
         # (a list of lists, not a tuple: the replay controller's clone copies lists, shares tuples)
         self._run: list[list] = [[None] * _NVALS, [0.0] * _NVALS, [0] * _NVALS]
@@ -128,40 +172,29 @@ class ReplicaHistory:
         sm = scrape.sample
         vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
         last, run, gaps = self._run
-        row = [_NAN] * (2 * _NVALS)
+        row = [_NAN] * _STRIDE
+        row[0] = scrape.ts
         for i, v in enumerate(vals):
             if v is None:
-                gaps[i] += 1
+                if last[i] is not None:  # (one never seen has no sums to compare: not counted, so
+                    gaps[i] += 1  # a value a page lacks does not make each scrape's counts differ)
                 continue
             p = last[i]
             if p is not None:
                 run[i] += v - p if v >= p else v  # as counter_delta: a reset counts from zero
             last[i] = v
-            row[i] = v
-            row[_NVALS + i] = run[i]
+            row[1 + i] = v
+            row[1 + _NVALS + i] = run[i]
         rec = self._recent
         g = tuple(gaps)
-        if rec and rec[-1][3] == g:
-            g = rec[-1][3]  # gaps rarely change: one tuple for the run
-        rec.append((scrape.ts, array("d", row), hists, g))
+        if rec and rec.gaps[-1] == g:
+            g = rec.gaps[-1]  # gaps rarely change: one tuple for the run
+        rec.append(row, hists, g)
         cutoff = scrape.ts - max(self.windows.rate_s, self.windows.quantile_s)
-        while len(rec) >= 2 and rec[1][0] <= cutoff:  # rec[1] is a baseline on its own
-            rec.popleft()
-
-    def _recent_window(self, seconds: float) -> list[_Point]:
-        """As `window`, over the remembered points: those after the window start and the first
-        at or before it (the baseline)."""
-        rec = self._recent
-        if not rec:
-            return []
-        cutoff = rec[-1][0] - seconds
-        out = []
-        for pt in reversed(rec):
-            out.append(pt)
-            if pt[0] <= cutoff:
-                break
-        out.reverse()
-        return out
+        n = len(rec.hists)
+        # rows[start + 1] is a baseline on its own; at most maxlen rows
+        while n - rec.start >= 2 and (rec.ts(rec.start + 1) <= cutoff or n - rec.start > self.points.maxlen):
+            rec.start += 1
 
     def _thin(self, now: float) -> None:
         """Scrapes past the windows keep their histograms only as baselines, about one per
@@ -214,18 +247,19 @@ class ReplicaHistory:
         return out
 
     # -- derivation -------------------------------------------------------------
-    @staticmethod
-    def _rate(win: list[_Point], name: str | int) -> float | None:
-        if len(win) < 2:
+    def _rate(self, a: int, name: str | int) -> float | None:
+        """Increase per second of a window value from row `a` (the window's first) to the newest."""
+        rec = self._recent
+        b = len(rec.hists) - 1
+        if b - a < 1:
             return None
         i = name if isinstance(name, int) else _IDX[name]
-        a, b = win[0], win[-1]
-        ca, cb = a[1][_NVALS + i], b[1][_NVALS + i]
-        if ca == ca and cb == cb and a[3][i] == b[3][i]:  # (x == x: not NaN)
+        ca, cb = rec.total(a, i), rec.total(b, i)
+        if ca == ca and cb == cb and rec.gaps[a][i] == rec.gaps[b][i]:  # (x == x: not NaN)
             d = cb - ca  # a value at every point of the window: the running sums
         else:
-            d = counter_delta(v if (v := pt[1][i]) == v else None for pt in win)  # gaps: counter_delta's rules
-        dt = b[0] - a[0]
+            d = counter_delta(v if (v := rec.value(k, i)) == v else None for k in range(a, b + 1))  # gaps: its rules
+        dt = rec.ts(b) - rec.ts(a)
         if d is None or dt <= 0:
             return None
         return d / dt
@@ -243,9 +277,10 @@ class ReplicaHistory:
     def _derive(self, s: Scrape) -> ReplicaMetrics:
         sm = s.sample
         w = self.windows
-        rwin = self._recent_window(w.rate_s)
-        qpts = self._recent_window(w.quantile_s)
-        base = qpts[0][2] if len(qpts) >= 2 else None  # the delta's older end (the newest is `s`)
+        rec = self._recent
+        rwin = rec.first(w.rate_s)
+        qa, qb = rec.first(w.quantile_s), len(rec.hists) - 1
+        base = rec.hists[qa] if qb > qa else None  # the delta's older end (the newest is `s`)
         deltas: dict[str, Histogram | None] = {}
 
         def q(name: str, p: float) -> float | None:
@@ -255,7 +290,7 @@ class ReplicaHistory:
             return h.quantile(p) if h is not None and h.count > 0 else None
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
-        running_vals = sorted([v for pt in qpts if (v := pt[1][_RUNNING]) == v])
+        running_vals = sorted([v for k in range(qa, qb + 1) if (v := rec.value(k, _RUNNING)) == v])
         batch_p95 = None
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]

@@ -8,6 +8,7 @@ rate()+histogram_quantile() would compute them.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, fields, replace
 from itertools import islice
@@ -54,22 +55,23 @@ _IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
 _MISSING = object()
 
 _NVALS = len(_WINDOW_VALUES) + 1
-_STRIDE = 1 + 2 * _NVALS
+_STRIDE = 2 * _NVALS
 _NAN = float("nan")
 
 
 class _WindowRows:
     """The scrapes inside the longest window (and the one before it: the baseline), oldest
-    first, as rows of one array: (ts, the values at _IDX / _CPU, then their running
-    reset-adjusted sums) as doubles with NaN for None; beside them each scrape's window
+    first, as rows of one array: (the values at _IDX / _CPU, then their running reset-adjusted
+    sums) as doubles with NaN for None; beside them its time, its window
     histograms packed (pointlog.pack_hists) and the None values counted so far. A counter's
     increase over a window is the difference of its running sums at the window's ends, without
     a pass over the window. Rows before `start` are dropped ones, cut off eight at a time
     (a tuple and an array per scrape cost ~150 bytes more: ~2 MiB at 256 replicas)."""
 
-    __slots__ = ("rows", "hists", "gaps", "start")
+    __slots__ = ("times", "rows", "hists", "gaps", "start")
 
     def __init__(self) -> None:
+        self.times = array("d")
         self.rows = array("d")
         self.hists: list[object] = []
         self.gaps: list[tuple[int, ...]] = []
@@ -78,32 +80,28 @@ class _WindowRows:
     def __len__(self) -> int:
         return len(self.hists) - self.start
 
-    def append(self, row: list[float], hists: object, gaps: tuple[int, ...]) -> None:
+    def append(self, ts: float, row: list[float], hists: object, gaps: tuple[int, ...]) -> None:
         if self.start >= 8:  # (moves the live rows down: ~8 KB at a 60 s window of 1 s scrapes)
-            del self.rows[:self.start * _STRIDE], self.hists[:self.start], self.gaps[:self.start]
+            del self.times[:self.start], self.rows[:self.start * _STRIDE], self.hists[:self.start]
+            del self.gaps[:self.start]
             self.start = 0
+        self.times.append(ts)
         self.rows.extend(row)
         self.hists.append(hists)
         self.gaps.append(gaps)
 
-    def ts(self, k: int) -> float:
-        return self.rows[k * _STRIDE]
-
-    def value(self, k: int, i: int) -> float:
-        return self.rows[k * _STRIDE + 1 + i]
+    def values(self, a: int, b: int, i: int) -> array:
+        """Value i of rows a..b."""
+        return self.rows[a * _STRIDE + i:(b + 1) * _STRIDE:_STRIDE]
 
     def total(self, k: int, i: int) -> float:
-        return self.rows[k * _STRIDE + 1 + _NVALS + i]
+        return self.rows[k * _STRIDE + _NVALS + i]
 
     def first(self, seconds: float) -> int:
         """Index of the window's first row: the newest at or before `seconds` before the newest
         row (the baseline), else the oldest."""
-        n = len(self.hists)
-        cutoff = self.ts(n - 1) - seconds
-        k = n - 1
-        while k > self.start and self.ts(k) > cutoff:
-            k -= 1
-        return k
+        t = self.times
+        return max(self.start, bisect_right(t, t[-1] - seconds, self.start) - 1)
 
 
 class ReplicaHistory:
@@ -173,7 +171,6 @@ class ReplicaHistory:
         vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
         last, run, gaps = self._run
         row = [_NAN] * _STRIDE
-        row[0] = scrape.ts
         for i, v in enumerate(vals):
             if v is None:
                 if last[i] is not None:  # (one never seen has no sums to compare: not counted, so
@@ -183,17 +180,17 @@ class ReplicaHistory:
             if p is not None:
                 run[i] += v - p if v >= p else v  # as counter_delta: a reset counts from zero
             last[i] = v
-            row[1 + i] = v
-            row[1 + _NVALS + i] = run[i]
+            row[i] = v
+            row[_NVALS + i] = run[i]
         rec = self._recent
         g = tuple(gaps)
         if rec and rec.gaps[-1] == g:
             g = rec.gaps[-1]  # gaps rarely change: one tuple for the run
-        rec.append(row, hists, g)
+        rec.append(scrape.ts, row, hists, g)
         cutoff = scrape.ts - max(self.windows.rate_s, self.windows.quantile_s)
         n = len(rec.hists)
         # rows[start + 1] is a baseline on its own; at most maxlen rows
-        while n - rec.start >= 2 and (rec.ts(rec.start + 1) <= cutoff or n - rec.start > self.points.maxlen):
+        while n - rec.start >= 2 and (rec.times[rec.start + 1] <= cutoff or n - rec.start > self.points.maxlen):
             rec.start += 1
 
     def _thin(self, now: float) -> None:
@@ -258,8 +255,8 @@ class ReplicaHistory:
         if ca == ca and cb == cb and rec.gaps[a][i] == rec.gaps[b][i]:  # (x == x: not NaN)
             d = cb - ca  # a value at every point of the window: the running sums
         else:
-            d = counter_delta(v if (v := rec.value(k, i)) == v else None for k in range(a, b + 1))  # gaps: its rules
-        dt = rec.ts(b) - rec.ts(a)
+            d = counter_delta(v if v == v else None for v in rec.values(a, b, i))  # gaps: counter_delta's rules
+        dt = rec.times[b] - rec.times[a]
         if d is None or dt <= 0:
             return None
         return d / dt
@@ -290,7 +287,7 @@ class ReplicaHistory:
             return h.quantile(p) if h is not None and h.count > 0 else None
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
-        running_vals = sorted([v for k in range(qa, qb + 1) if (v := rec.value(k, _RUNNING)) == v])
+        running_vals = sorted([v for v in rec.values(qa, qb, _RUNNING) if v == v])
         batch_p95 = None
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]

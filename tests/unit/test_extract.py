@@ -314,3 +314,23 @@ def test_engines_beyond_the_bound_are_aggregated_and_said():
     assert s.value("kv_usage") == 0.9  # the worst engine, even when aggregated
     assert s.hist("e2e").count == 2.0 * n
     assert any("engines" in w and str(n) in w for w in s.warnings), s.warnings
+
+
+def test_only_the_histograms_kvwatch_reads_are_parsed():
+    """A real V1 page's bucket rows are most of the lines parsed; prefill / decode time, per-request
+    time per output token and per-request preemptions are read by nothing (not the windows,
+    the look-backs nor the diagnosis), so their rows are skipped like any unwanted family's."""
+    from tui.core.pointlog import LOOKBACK_HISTS, WINDOW_HISTS
+
+    read = set(WINDOW_HISTS) | set(LOOKBACK_HISTS) | {"iteration_tokens"}  # its count: engine steps
+    from bench.realpage import render_v1_page
+
+    for text in (sample_text("vllm-0.6.x-v0-vllmComposer-test-fixture-codeindex-48058675646.prom"),
+                 render_v1_page(seed=3)):  # (the only reference pages with histograms; bench's V1 page)
+        page = parse_vllm(text)
+        s = to_sample(page)
+        kept = {h for e in s.engines.values() for h in e.hists}
+        assert kept <= read, kept - read
+        assert {"ttft", "e2e", "prompt_len"} <= kept
+        assert not [n for n in page.samples if "prefill_time" in n or "decode_time" in n or "request_time_per" in n]
+    assert s.hist("iteration_tokens") is not None

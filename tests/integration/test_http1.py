@@ -93,6 +93,23 @@ async def test_content_length_body_and_keep_alive_reuse():
     assert "Accept-Encoding: gzip" in first and "Accept: text/plain" in first
 
 
+async def test_a_kept_alive_get_does_not_split_its_url_again(monkeypatch):
+    # Each scrape of each replica goes through here (256 a second at 256 replicas): the URL's
+    # request bytes and (host, port) are worked out once.
+    import tui.core.sources.http1 as http1
+
+    calls = []
+    real = http1.urlsplit
+    monkeypatch.setattr(http1, "urlsplit", lambda url, *a: calls.append(url) or real(url, *a))
+    async with Raw(lambda n, req: ok()) as srv:
+        c = Http1Client(srv.url, {}, CAP)
+        for _ in range(5):
+            resp, body = await c.get()
+            assert resp.status == 200 and body == PAGE
+        await c.aclose()
+    assert calls == [srv.url], calls
+
+
 async def test_chunked_body_with_extensions_and_trailers():
     async with Raw(lambda n, req: chunked(PAGE)) as srv:
         c = Http1Client(srv.url, {}, CAP)

@@ -59,7 +59,7 @@ class Http1Client:
         self.max_bytes = max_bytes
         self._headers = "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "Accept-Encoding: gzip\r\n"
         self._conn: _Conn | None = None
-        self._requests: dict[str, bytes] = {}  # url -> request bytes, built once
+        self._requests: dict[str, tuple[bytes, tuple[str | None, int]]] = {}  # url -> _target(url), built once
         self.closed = False
 
     async def get(self, check: Callable[[int, dict[str, str]], None] | None = None) -> tuple[Response, bytes | None]:
@@ -99,8 +99,7 @@ class Http1Client:
             self._conn = None
 
     async def _connect(self, url: str) -> _Conn:
-        parts = urlsplit(url)
-        key = (parts.hostname, parts.port or 80)
+        key = self._target(url)[1]
         conn = self._conn
         if conn is not None and (conn.key != key or conn.reader.at_eof() or conn.writer.is_closing()):
             self._drop()
@@ -111,15 +110,19 @@ class Http1Client:
         return conn
 
     def _request(self, url: str) -> bytes:
-        req = self._requests.get(url)
-        if req is None:
+        return self._target(url)[0]
+
+    def _target(self, url: str) -> tuple[bytes, tuple[str | None, int]]:
+        """(the request's bytes, (host, port) to connect to) for `url`, split once per URL."""
+        got = self._requests.get(url)
+        if got is None:
             parts = urlsplit(url)
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
             req = f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n{self._headers}\r\n".encode("latin-1")
             if len(self._requests) > 16:  # redirect targets: a loop must not grow this
                 self._requests.clear()
-            self._requests[url] = req
-        return req
+            got = self._requests[url] = (req, (parts.hostname, parts.port or 80))
+        return got
 
     async def _exchange(self, url: str) -> tuple[Response, _Conn]:
         for attempt in (0, 1):

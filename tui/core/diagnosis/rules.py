@@ -75,9 +75,8 @@ def cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit:
     if value is None:
         return Evidence(signal, None, thr, "missing", False, f"{label}: not exposed")
     crossed = _OPS[op](value, thr)
-    text = f"{label} {_fmt(value, unit)} {op} {_fmt(thr, unit)}"
-    if not crossed:
-        text = f"{label} {_fmt(value, unit)} (not {op} {_fmt(thr, unit)})"
+    v, t = _fmt(value, unit), _fmt(thr, unit)
+    text = f"{label} {v} {op} {t}" if crossed else f"{label} {v} (not {op} {t})"
     return Evidence(signal, value, thr, op, crossed, text + (f" ({note})" if note else ""))
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
@@ -99,6 +100,8 @@ class KvwatchApp(App):
         self.context: str | None = None
         self.ascii = ascii
         self.paused = False
+        self.drawn: FleetState | None = None  # the state the screens in view show (draw)
+        self._missed: weakref.WeakSet = weakref.WeakSet()  # covered screens that missed draws
         # a stated folder, never silently the working directory (tui/cli_conventions.py)
         self.screenshot_dir = Path(screenshot_dir).expanduser() if screenshot_dir else default_screenshot_dir()
         self._on_shutdown = on_shutdown
@@ -184,6 +187,7 @@ class KvwatchApp(App):
             self._theme_name = DEFAULT_THEME
         self.theme = self._theme_name
         self._apply_keymap()
+        self.screen_change_signal.subscribe(self, self._show_missed)
         from .screens.fleet import FleetScreen
 
         self.push_screen(FleetScreen())
@@ -336,12 +340,35 @@ class KvwatchApp(App):
             self.notify("; ".join(texts), title="queue / latency alarm", severity="warning", timeout=8, markup=False)
 
     def draw(self, state: FleetState) -> None:
-        for screen in self.screen_stack:
-            if not screen.is_mounted:  # not composed yet: its on_mount draws the monitor's state
+        """Show `state` on the screens in view: the top one and, through modals, those beneath
+        down to the first full screen. A screen covered by another misses the draw and gets
+        the state on screen when it is shown again (`_show_missed`)."""
+        self.drawn = state
+        covered = False
+        for screen in reversed(self.screen_stack):
+            if covered:
+                self._missed.add(screen)
                 continue
-            show = getattr(screen, "show_state", None)
-            if show is not None:
-                show(state)
+            self._show(screen, state)
+            covered = not screen.is_modal
+
+    def _show(self, screen, state: FleetState) -> None:
+        if not screen.is_mounted:  # not composed yet: its on_mount draws the monitor's state
+            return
+        self._missed.discard(screen)
+        show = getattr(screen, "show_state", None)
+        if show is not None:
+            show(state)
+
+    def _show_missed(self, _screen=None) -> None:
+        """A screen was popped or switched: those now in view that missed draws catch up."""
+        if self.drawn is None or not self._missed:
+            return
+        for screen in reversed(self.screen_stack):
+            if screen in self._missed:
+                self._show(screen, self.drawn)
+            if not screen.is_modal:
+                break
 
     # -- actions ----------------------------------------------------------------
     def action_toggle_pause(self) -> None:

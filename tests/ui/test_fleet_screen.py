@@ -167,3 +167,32 @@ async def test_a_refresh_that_lands_before_a_screen_is_composed_is_drawn_once_it
         app.draw(app.monitor.state)
         await pilot.pause()
         assert screen.query_one(FleetTable).row_count == len(PROFILES)
+
+
+async def test_a_screen_covered_by_another_is_not_drawn_until_it_is_shown_again():
+    # Each refresh drew every screen in the stack: the fleet table under a replica's detail
+    # was rebuilt every second for nobody. A modal (help, a confirmation) leaves the screen
+    # beneath in view, so that one is still drawn; a covered one is drawn with the state on
+    # screen as soon as it is shown again.
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 2)
+        fleet = app.screen
+        drawn = []
+        real = fleet.show_state
+        fleet.show_state = lambda state: (drawn.append(state), real(state))[1]
+        await app.push_screen(HelpScreen())
+        await prime(pilot, 2)
+        assert len(drawn) == 2  # under a modal: still in view, still drawn
+        app.pop_screen()
+        await pilot.pause()
+        drawn.clear()
+        await app.push_screen(DetailScreen(next(iter(PROFILES))))
+        await prime(pilot, 3)
+        assert drawn == []
+        last = app.monitor.state
+        app.pop_screen()
+        await pilot.pause()
+        assert drawn and drawn[-1] is last  # shown again: the state the other screen showed
+        await prime(pilot, 1)
+        assert drawn[-1] is app.monitor.state is not last

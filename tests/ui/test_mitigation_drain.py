@@ -50,7 +50,10 @@ async def test_drain_shows_each_step_and_waits_for_the_live_load(env: Env) -> No
         # drain waits on the target's own running + waiting as the dashboard scrapes it
         await until(pilot, lambda: ("wait-idle", "running") in seq(screen), refresh=True)
         assert env.emu.get("pods", NS, target)["metadata"]["labels"]["serving"] == "draining"
-        assert "running 6  waiting 2  in flight 8" in str(screen.query_one("#drain-load").render())
+        # (the load line follows the refreshes: the one that shows the target's page may come
+        # after the step above on a busy machine)
+        await until(pilot, lambda: "running 6  waiting 2  in flight 8" in str(screen.query_one("#drain-load").render()),
+                    refresh=True, what=lambda: str(screen.query_one("#drain-load").render()))
         assert app.screen.check_action("cancel_drain", ()) is True and app.screen.check_action("restore", ()) is False
         pages.set(target, 0, 0)  # in-flight requests finished
         await until(pilot, lambda: screen.finished, refresh=True)

@@ -312,6 +312,8 @@ class KvwatchApp(App):
         self.post_message(FleetUpdated(state, err))
 
     def on_fleet_updated(self, msg: FleetUpdated) -> None:
+        if not self.is_running:  # shutting down: the screens are being taken apart, nothing to show
+            return
         self.last_error = msg.error
         if msg.error:
             self.notify(msg.error, severity="error", timeout=6, markup=False)

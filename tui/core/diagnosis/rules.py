@@ -34,6 +34,7 @@ advanced by the one thread that ingests into it, so no lock guards them.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -62,7 +63,8 @@ def _fmt(v: float | None, unit: str = "") -> str:
     return (f"{v:.2f}" if abs(v) < 100 else f"{v:.0f}") + unit
 
 
-_THR_TEXT: dict[tuple[float, str], str] = {}  # (threshold, unit) -> its text
+# Thresholds are a few numbers, formatted for every comparison of every refresh: once each.
+_thr_text = functools.lru_cache(maxsize=1024)(_fmt)
 
 _OPS = {
     ">=": lambda a, b: a >= b,
@@ -77,11 +79,7 @@ def cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit:
     if value is None:
         return Evidence(signal, None, thr, "missing", False, f"{label}: not exposed")
     crossed = _OPS[op](value, thr)
-    v, t = _fmt(value, unit), _THR_TEXT.get((thr, unit))
-    if t is None:  # thresholds are a few numbers, formatted for every comparison of every refresh
-        if len(_THR_TEXT) > 1000:
-            _THR_TEXT.clear()
-        t = _THR_TEXT[(thr, unit)] = _fmt(thr, unit)
+    v, t = _fmt(value, unit), _thr_text(thr, unit)
     text = f"{label} {v} {op} {t}" if crossed else f"{label} {v} (not {op} {t})"
     return Evidence(signal, value, thr, op, crossed, text + (f" ({note})" if note else ""))
 

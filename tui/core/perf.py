@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 
 
@@ -14,7 +15,16 @@ def tune_gc() -> None:
     gc.freeze()
 
 
-_trim = None  # glibc's malloc_trim, looked up on first use (False: not available)
+@functools.cache
+def _malloc_trim():
+    """glibc's malloc_trim from the C library the interpreter runs on; None where there is none
+    (musl, macOS, Windows)."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 def release_memory() -> None:
@@ -22,15 +32,7 @@ def release_memory() -> None:
     pages handed back to the system. Each refresh allocates and frees a page-sized buffer per
     replica among objects that live on, and glibc keeps the freed pages between them resident:
     at 256 replicas, 2-8 MiB of RSS after each minute of a run, released in ~1 ms (measured)."""
-    global _trim
     gc.collect()
-    if _trim is None:
-        _trim = False
-        import ctypes
-
-        try:
-            _trim = ctypes.CDLL(None).malloc_trim  # the C library the interpreter runs on
-        except (OSError, AttributeError):  # not glibc (musl, macOS, Windows): nothing to do
-            _trim = False
-    if _trim:
-        _trim(0)
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)

@@ -346,13 +346,19 @@ class KvwatchApp(App):
         down to the first full screen. A screen covered by another misses the draw and gets
         the state on screen when it is shown again (`_show_missed`)."""
         self.drawn = state
-        covered = False
-        for screen in reversed(self.screen_stack):
-            if covered:
-                self._missed.add(screen)
-                continue
+        view = self._in_view()
+        self._missed.update(s for s in self.screen_stack if s not in view)
+        for screen in view:
             self._show(screen, state)
-            covered = not screen.is_modal
+
+    def _in_view(self) -> list:
+        """The screens in view, top first: down to the first that is not a modal."""
+        view = []
+        for screen in reversed(self.screen_stack):
+            view.append(screen)
+            if not screen.is_modal:
+                break
+        return view
 
     def _show(self, screen, state: FleetState) -> None:
         if not screen.is_mounted:  # not composed yet: its on_mount draws the monitor's state
@@ -366,11 +372,9 @@ class KvwatchApp(App):
         """A screen was popped or switched: those now in view that missed draws catch up."""
         if self.drawn is None or not self._missed:
             return
-        for screen in reversed(self.screen_stack):
+        for screen in self._in_view():
             if screen in self._missed:
                 self._show(screen, self.drawn)
-            if not screen.is_modal:
-                break
 
     # -- actions ----------------------------------------------------------------
     def action_toggle_pause(self) -> None:

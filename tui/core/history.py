@@ -275,7 +275,7 @@ class ReplicaHistory:
         sm = s.sample
         w = self.windows
         rec = self._recent
-        rwin = rec.first(w.rate_s)
+        ra = rec.first(w.rate_s)  # the rate window's first row
         qa, qb = rec.first(w.quantile_s), len(rec.hists) - 1
         base = rec.hists[qa] if qb > qa else None  # the delta's older end (the newest is `s`)
         deltas: dict[str, Histogram | None] = {}
@@ -292,10 +292,10 @@ class ReplicaHistory:
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]
 
-        reqs = self._rate(rwin, "requests_success")
-        hits, queries = self._rate(rwin, "prefix_hits"), self._rate(rwin, "prefix_queries")
+        reqs = self._rate(ra, "requests_success")
+        hits, queries = self._rate(ra, "prefix_hits"), self._rate(ra, "prefix_queries")
         gpu = s.gpu
-        cpu_rate = self._rate(rwin, _CPU)
+        cpu_rate = self._rate(ra, _CPU)
         mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
         m = ReplicaMetrics(
             kv_usage=sm.value("kv_usage"),
@@ -303,10 +303,10 @@ class ReplicaHistory:
             waiting_capacity=sm.value("waiting_capacity"),
             waiting_deferred=sm.value("waiting_deferred"),
             running=sm.value("running"),
-            preemptions_per_s=self._rate(rwin, "preemptions"),
+            preemptions_per_s=self._rate(ra, "preemptions"),
             # SGLang pages without the token counter still give the scheduler's own rate
-            gen_tokens_per_s=_first(self._rate(rwin, "generation_tokens"), sm.value("gen_throughput")),
-            prompt_tokens_per_s=self._rate(rwin, "prompt_tokens"),
+            gen_tokens_per_s=_first(self._rate(ra, "generation_tokens"), sm.value("gen_throughput")),
+            prompt_tokens_per_s=self._rate(ra, "prompt_tokens"),
             requests_per_s=reqs,
             prefix_hit_rate=(hits / queries) if hits is not None and queries else sm.value("cache_hit_rate"),
             gpu_memory_pct=gpu.memory_pct if gpu else None,

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
-from tui.core.metrics.parser import Labels, looks_like_metrics, not_metrics_reason, parse
+from tui.core.metrics.parser import _SERIES_CACHE, Labels, looks_like_metrics, not_metrics_reason, parse
 
 SAMPLES = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "samples"
 
@@ -342,3 +342,52 @@ def test_differential_on_generated_pages(text):
     assert page.errors == []
     wanted = set(list(page.samples)[::2])
     assert ours(text, wanted) == Counter({k: n for k, n in first.items() if k[0] in wanted})
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_page(), st.integers(0, 2**16))
+def test_series_skipped_once_are_read_exactly_when_wanted_later(text, pick):
+    """A caller that did not want a series leaves it remembered as skipped (labels unread); a
+    later caller that wants it must still get its exact labels and values."""
+    try:
+        expected = reference(text)
+    except ValueError:
+        return
+    _SERIES_CACHE.clear()
+    names = sorted({k[0] for k in expected})
+    wanted = {n for i, n in enumerate(names) if pick >> (i % 16) & 1}
+    assert ours(text, wanted) == Counter({k: n for k, n in expected.items() if k[0] in wanted})
+    assert ours(text, set(names) - wanted) == Counter({k: n for k, n in expected.items() if k[0] not in wanted})
+    assert ours(text) == expected
+    assert ours(text, wanted) == Counter({k: n for k, n in expected.items() if k[0] in wanted})
+
+
+@pytest.mark.parametrize(
+    "tail, value, error",
+    [
+        ("7", 7.0, False),
+        ("7 1700000000000", 7.0, False),
+        ("7\t1700000000000", 7.0, False),
+        ("7\t", 7.0, False),
+        (" 7", 7.0, False),
+        ("\t7", 7.0, False),
+        ("+Inf", math.inf, False),
+        ('7 # {trace_id="a b"} 1.5', 7.0, False),
+        ("1_000", None, True),
+        ("}", None, True),
+        ("7 x", None, True),
+        ("", None, True),
+    ],
+)
+@pytest.mark.parametrize("wanted", [None, {"m"}])
+def test_a_seen_series_line_with_any_tail_reads_as_on_first_sight(tail, value, error, wanted):
+    """The second line of a series is read through the series cache: whatever follows its
+    `name{labels}` must give the value, or the error, that the first sight of it gives."""
+    line = 'm{a="x y"} ' + tail
+    for warm in (False, True):
+        _SERIES_CACHE.clear()
+        if warm:
+            parse('m{a="x y"} 1\nother{a="x y"} 1\n', wanted)
+        page = parse(line + "\n", wanted)
+        assert [v for _, v in page.get("m")] == ([] if error else [value]), (warm, line)
+        assert [n for n, _ in page.errors] == ([1] if error else []), (warm, line)

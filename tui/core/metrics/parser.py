@@ -110,8 +110,10 @@ _UNESCAPE = {"\\\\": "\\", "\\n": "\n", '\\"': '"'}
 _BLANK = " \t"
 
 # `name{labels}` prefix -> (name, labels), filled by the exact slow path and reused for every
-# later line starting with the same prefix. Bounded: cleared when it grows past the limit.
-_SERIES_CACHE: dict[str, tuple[str, Labels]] = {}
+# later line starting with the same prefix; (name, None) for a series no caller wanted yet (its
+# labels unread), so that its lines are skipped at the cost of one lookup. Bounded: cleared when
+# it grows past the limit.
+_SERIES_CACHE: dict[str, tuple[str, Labels | None]] = {}
 _SERIES_CACHE_MAX = 100_000
 _VALID_NAMES: set[str] = set()  # metric names already validated (label-less series, TYPE lines)
 _TYPES = frozenset(
@@ -155,6 +157,31 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 else:
                     _comment(line, lineno, page)
             continue
+        # Fast path: the line is a series seen before (`name{labels}` or `name`), one space and
+        # the value. The cache holds only exact `name{labels}` texts and validated names, so a
+        # hit means the text after the last space is the whole value.
+        prefix, _, tail = line.rpartition(" ")
+        hit = cache_get(prefix)
+        if hit is not None:
+            name, labels = hit
+            if keep_all:
+                if name.endswith("_created"):
+                    continue
+            elif name not in wanted:
+                continue
+            if labels is not None and "_" not in tail:
+                try:
+                    value = float(tail)
+                except ValueError:
+                    pass
+                else:
+                    if name is not last_name:
+                        last_rows = samples.get(name)  # type: ignore[assignment]
+                        if last_rows is None:
+                            last_rows = samples[name] = []
+                        last_name = name
+                    last_rows.append((labels, value))
+                    continue
         if c == " " or c == "\t" or line[-1] in " \t\r":
             line = line.strip()
             if not line:
@@ -166,7 +193,7 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
         try:
             r = line.rfind("}")
             hit = cache_get(line[: r + 1]) if r != -1 else None
-            if hit is not None:
+            if hit is not None and hit[1] is not None:
                 # Seen before: this prefix is a complete `name{labels}`, and the rest of
                 # the line holds no brace, so it is the value (and maybe a timestamp).
                 name, labels = hit
@@ -187,6 +214,9 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 if " " in name or "\t" in name:
                     # `name {..}`, or `name value # {exemplar}`
                     name = _split_name(line)
+                elif prefix and not keep_all and name not in wanted:
+                    # Remember the unwanted series so that its next line is skipped at once.
+                    _cache_put(prefix, (name, None))
                 if name.endswith("_created") or not (keep_all or name in wanted):
                     continue
                 name, labels, value = _slow_sample(line)
@@ -334,10 +364,14 @@ def _slow_sample(line: str) -> tuple[str, Labels, float]:
     end = i + 1
     value = _value(line[end:].split(), 0)
     frozen = Labels(labels) if labels else NO_LABELS
+    _cache_put(line[:end], (name, frozen))
+    return name, frozen, value
+
+
+def _cache_put(prefix: str, entry: tuple[str, Labels | None]) -> None:
     if len(_SERIES_CACHE) >= _SERIES_CACHE_MAX:
         _SERIES_CACHE.clear()
-    _SERIES_CACHE[line[:end]] = (name, frozen)
-    return name, frozen, value
+    _SERIES_CACHE[prefix] = entry
 
 
 # -- is this a metrics page at all? ------------------------------------------------------------

@@ -148,8 +148,7 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
         lineno += 1
         if not line:
             continue
-        c = line[0]
-        if c == "#":
+        if line[0] == "#":
             if line.startswith("# TYPE"):
                 name, sep, typ = line[7:].partition(" ")
                 if sep and typ in _TYPES and name in _VALID_NAMES and line[6] == " ":
@@ -157,9 +156,9 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 else:
                     _comment(line, lineno, page)
             continue
-        # Fast path: the line is a series seen before (`name{labels}` or `name`), one space and
-        # the value. The cache holds only exact `name{labels}` texts and validated names, so a
-        # hit means the text after the last space is the whole value.
+        # Fast path: the line is a series seen before (`name{labels}`), one space and the
+        # value. The cache holds only exact `name{labels}` texts, so a hit means the text after
+        # the last space is the whole value; anything else goes the exact way (`_read_line`).
         prefix, _, tail = line.rpartition(" ")
         hit = cache_get(prefix)
         if hit is not None:
@@ -169,72 +168,18 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                     continue
             elif name not in wanted:
                 continue
-            if labels is not None and "_" not in tail:
-                try:
-                    value = float(tail)
-                except ValueError:
-                    pass
-                else:
-                    if name is not last_name:
-                        last_rows = samples.get(name)  # type: ignore[assignment]
-                        if last_rows is None:
-                            last_rows = samples[name] = []
-                        last_name = name
-                    last_rows.append((labels, value))
-                    continue
-        if c == " " or c == "\t" or line[-1] in " \t\r":
-            line = line.strip()
-            if not line:
-                continue
-            if line[0] == "#":
-                if line.startswith("# TYPE"):
-                    _comment(line, lineno, page)
-                continue
-        try:
-            r = line.rfind("}")
-            hit = cache_get(line[: r + 1]) if r != -1 else None
-            if hit is not None and hit[1] is not None:
-                # Seen before: this prefix is a complete `name{labels}`, and the rest of
-                # the line holds no brace, so it is the value (and maybe a timestamp).
-                name, labels = hit
-                if keep_all:
-                    if name.endswith("_created"):
-                        continue
-                elif name not in wanted:
-                    continue
-                tail = line[r + 1 :]
-                try:
-                    if "_" in tail:
-                        raise ValueError
-                    value = float(tail)
-                except ValueError:
-                    value = _value(tail.split(), 0)
-            elif "{" in line:
-                name = line[: line.find("{")]
-                if " " in name or "\t" in name:
-                    # `name {..}`, or `name value # {exemplar}`
-                    name = _split_name(line)
-                elif prefix and not keep_all and name not in wanted:
-                    # Remember the unwanted series so that its next line is skipped at once.
-                    _cache_put(prefix, (name, None))
-                if name.endswith("_created") or not (keep_all or name in wanted):
-                    continue
-                name, labels, value = _slow_sample(line)
+            if labels is None or "_" in tail:
+                hit = None
             else:
-                # No labels: `name value [timestamp]`.
-                parts = line.split()
-                name = parts[0]
-                if name.endswith("_created") or not (keep_all or name in wanted):
-                    continue
-                if name not in _VALID_NAMES:
-                    if _METRIC_NAME.fullmatch(name) is None:
-                        raise _Malformed("invalid metric name")
-                    _remember_name(name)
-                value = _value(parts, 1)
-                labels = NO_LABELS
-        except _Malformed as e:
-            _error(page, lineno, str(e))
-            continue
+                try:
+                    value = float(tail)
+                except ValueError:
+                    hit = None
+        if hit is None:
+            row = _read_line(line, prefix, lineno, page, wanted, keep_all)
+            if row is None:
+                continue
+            name, labels, value = row
         if name is not last_name:
             last_rows = samples.get(name)  # type: ignore[assignment]
             if last_rows is None:
@@ -242,6 +187,65 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
             last_name = name
         last_rows.append((labels, value))
     return page
+
+
+def _unwanted(name: str, wanted: Collection[str], keep_all: bool) -> bool:
+    return name.endswith("_created") if keep_all else name not in wanted
+
+
+def _read_line(line: str, prefix: str, lineno: int, page: Page, wanted: Collection[str],
+               keep_all: bool) -> tuple[str, Labels, float] | None:
+    """The exact reading of a sample line (None: skipped, or malformed and reported);
+    `prefix` is the line's text before its last space."""
+    if line[0] in _BLANK or line[-1] in " \t\r":
+        line = line.strip()
+        if not line:
+            return None
+        if line[0] == "#":
+            if line.startswith("# TYPE"):
+                _comment(line, lineno, page)
+            return None
+    try:
+        r = line.rfind("}")
+        hit = _SERIES_CACHE.get(line[: r + 1]) if r != -1 else None
+        if hit is not None and hit[1] is not None:
+            # Seen before: this prefix is a complete `name{labels}`, and the rest of
+            # the line holds no brace, so it is the value (and maybe a timestamp).
+            name, labels = hit
+            if _unwanted(name, wanted, keep_all):
+                return None
+            tail = line[r + 1 :]
+            try:
+                if "_" in tail:
+                    raise ValueError
+                value = float(tail)
+            except ValueError:
+                value = _value(tail.split(), 0)
+            return name, labels, value
+        if "{" in line:
+            name = line[: line.find("{")]
+            if " " in name or "\t" in name:
+                # `name {..}`, or `name value # {exemplar}`
+                name = _split_name(line)
+            elif prefix and not keep_all and name not in wanted:
+                # Remember the unwanted series so that its next line is skipped at once.
+                _cache_put(prefix, (name, None))
+            if _unwanted(name, wanted, keep_all):
+                return None
+            return _slow_sample(line)
+        # No labels: `name value [timestamp]`.
+        parts = line.split()
+        name = parts[0]
+        if _unwanted(name, wanted, keep_all):
+            return None
+        if name not in _VALID_NAMES:
+            if _METRIC_NAME.fullmatch(name) is None:
+                raise _Malformed("invalid metric name")
+            _remember_name(name)
+        return name, NO_LABELS, _value(parts, 1)
+    except _Malformed as e:
+        _error(page, lineno, str(e))
+        return None
 
 
 def _error(page: Page, lineno: int, reason: str) -> None:

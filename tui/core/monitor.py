@@ -6,9 +6,10 @@ the screen shows and what a script sees cannot disagree.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .diagnosis import Thresholds, diagnose
 from .finite import finite_scrape
@@ -59,6 +60,10 @@ class Monitor:
         self.ok_refreshes = 0  # refreshes whose poll succeeded (the --json exit code reads it)
         self._retry = StartRetry()
         self._backfill_s: float | None = None
+        # A refresh hands the event loop back this often while it takes a fleet's scrapes in
+        # (1024 replicas take ~0.15 s of CPU: the screen and its keys must not wait on them all).
+        self.yield_after_s = 0.01
+        self._ingesting = asyncio.Lock()  # overlapping refreshes take their scrapes in in turn
 
     async def start(self, backfill_s: float | None = None) -> None:
         """Start the source; sources with history (Prometheus) back-fill the sparklines first.
@@ -91,8 +96,17 @@ class Monitor:
         # Replicas still unanswered when the source published (a slow or hanging endpoint):
         # their last values are shown stale, with their age, until the answer arrives.
         answered = {s.replica for s in scrapes}
-        self._late = {n for n in getattr(self.source, "pending", ()) if n not in answered}
-        return self.ingest(scrapes, getattr(self.source, "polled_at", None))
+        pending = {n for n in getattr(self.source, "pending", ()) if n not in answered}
+        polled_at = getattr(self.source, "polled_at", None)
+        async with self._ingesting:
+            self._late = pending
+            clock = time.perf_counter
+            t = clock()
+            for _ in self._ingest_steps(scrapes, polled_at):
+                if clock() - t >= self.yield_after_s:
+                    await asyncio.sleep(0)
+                    t = clock()
+        return self.state
 
     def knows(self, name: str) -> bool:
         return name in self.histories
@@ -119,6 +133,14 @@ class Monitor:
             self._late.discard(n)
 
     def ingest(self, scrapes: list[Scrape], now: float | None = None) -> FleetState:
+        """Take `scrapes` in and judge every replica, all at once."""
+        for _ in self._ingest_steps(scrapes, now):
+            pass
+        return self.state
+
+    def _ingest_steps(self, scrapes: list[Scrape], now: float | None) -> Iterator[None]:
+        """`ingest`, one replica at a time: each step leaves every history whole, so the
+        caller may hand the loop back between steps (a replica forgotten meanwhile is left out)."""
         if self.on_scrapes is not None and scrapes:
             self.on_scrapes(scrapes)
         for name in self._late:  # asked but never answered yet: listed (down), not left out
@@ -141,9 +163,16 @@ class Monitor:
                 self._broken.pop(s.replica, None)
             self._latest[s.replica] = s
             self._invalid[s.replica] = invalid
+            yield
         if now is None:
             now = max((s.ts for s in scrapes), default=self.state.ts)
-        views = [self._safe_view(name, h, now) for name, h in self.histories.items()]
+        views = []
+        for name, h in list(self.histories.items()):
+            if self.histories.get(name) is h:
+                views.append(self._safe_view(name, h, now))
+                yield
+        if len(views) != len(self.histories):  # a replica forgotten after its view was made
+            views = [v for v in views if v.name in self.histories]
         views.sort(key=lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name))
         state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views))
         try:
@@ -151,7 +180,6 @@ class Monitor:
         except Exception:  # noqa: BLE001 - a fleet alarm failure must not cost the fleet its rows
             alarms = self.state.alarms
         self.state = replace(state, alarms=alarms)
-        return self.state
 
     def _safe_view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:
         """The replica's view; a failure in its diagnosis is its own `unknown` with the reason."""

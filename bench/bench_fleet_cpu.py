@@ -16,6 +16,12 @@ window fills by ~65 s: `--warmup 70` for that; at 256 the CPU measured then is ~
 History is the product's default (600 s), so RSS keeps growing for ten minutes after that:
 `--warmup 600` for the RSS a long session levels at.
 
+`--loop-lag` also times every event-loop callback of the kvwatch process (bench/looplag, put on
+its PYTHONPATH): a key press waits for the callback running when it arrives, so the longest one
+in the window, and how many took 50 / 100 ms or more, say how long the screen can keep a key
+waiting. `--tree PATH` (repeatable) runs kvwatch from other checkouts too, alternating with this
+one at each step, for a before/after in one run.
+
 Floor: the same pages fetched by a bare asyncio.Protocol HTTP/1.1 keep-alive client vs
 kvwatch's own fetch path (DirectSource's client, no parsing), CPU per page, alternating.
 """
@@ -43,9 +49,9 @@ TARGETS = {("tui", 3): 2.0, ("json", 3): 2.0, ("tui", 256): 25.0, ("json", 256):
 KVWATCH = "import sys; from tui.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
-def kvwatch_env() -> dict[str, str]:
+def kvwatch_env(tree: Path = ROOT) -> dict[str, str]:
     env = dict(os.environ, TERM="xterm-256color", KVWATCH_CONFIG=os.devnull + ".none",
-               PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+               PYTHONPATH=str(tree) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     env.pop("NO_COLOR", None)
     return env
 
@@ -64,6 +70,20 @@ def run_tool(argv: list[str], env: dict[str, str], mode: str, fleet, warmup: flo
         return measure(tool, fleet, warmup, window)
     finally:
         tool.stop()
+
+
+def loop_lag(path: Path, w) -> str:
+    """The window's long event-loop callbacks, from the file bench/looplag writes."""
+    long = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            end, ms, what = line.split(" ", 2)
+            if w.t0 <= float(end) <= w.t1:
+                long.append((float(ms), what))
+    worst = max(long, default=(0.0, "-"))
+    return (f"longest loop callback {worst[0]:.0f} ms ({worst[1]}); "
+            f"{sum(ms >= 50 for ms, _ in long)} of 50 ms or more, {sum(ms >= 100 for ms, _ in long)} of 100 ms "
+            f"or more in {w.t1 - w.t0:.0f} s")
 
 
 def verdict(mode: str, n: int, cpu: float) -> str:
@@ -191,7 +211,11 @@ def main() -> int:
                     help="history_window in seconds, through a config file (default: the product's 600 s)")
     ap.add_argument("--no-floor", action="store_true")
     ap.add_argument("--floor-only", action="store_true", help="only the HTTP client floor")
+    ap.add_argument("--loop-lag", action="store_true", help="also time the event loop's callbacks")
+    ap.add_argument("--tree", type=Path, action="append", default=[],
+                    help="another checkout to run kvwatch from, alternating with this one")
     args = ap.parse_args()
+    trees = [ROOT, *(t.resolve() for t in args.tree)]
     print(describe() + "; " + load_average() + " at start")
     hist = f"history_window {args.history:g} s" if args.history else "default history (600 s)"
     print(f"kvwatch from {ROOT}; 1 s interval; warm-up {args.warmup:g} s, window {args.window:g} s; "
@@ -200,24 +224,34 @@ def main() -> int:
         client_floor(args.floor_endpoints, args.floor_rounds)
     if args.floor_only:
         return 0
-    print(f"{'endpoints':>9} {'mode':<5} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8}  vs target "
-          f"(RSS at {args.warmup + args.window:g} s)")
-    env = kvwatch_env()
-    if args.history:
-        import tempfile
+    if len(trees) > 1:
+        print("trees: " + "; ".join(f"{i}: {t}" for i, t in enumerate(trees)))
+    print(f"{'endpoints':>9} {'mode':<5} {'tree' if len(trees) > 1 else '':<4} {'CPU % core':>10} {'kept Hz':>8} "
+          f"{'RSS MiB':>8}  vs target (RSS at {args.warmup + args.window:g} s)")
+    import tempfile
 
-        cfg = Path(tempfile.mkdtemp(prefix="kvwatch-bench-")) / "config.toml"
-        cfg.write_text(f"history_window = {args.history:g}\n")
-        env["KVWATCH_CONFIG"] = str(cfg)
+    scratch = Path(tempfile.mkdtemp(prefix="kvwatch-bench-"))
     for n in args.endpoints:
         with PageFleet(n) as fleet:
             for mode in args.modes:
                 if mode == "json" and n not in args.json_endpoints:
                     continue
-                w = run_tool(kvwatch_argv(fleet.urls, mode), env, mode, fleet, args.warmup, args.window)
-                note = "" if w.alive else "  (exited before the window ended)"
-                print(f"{n:>9} {mode:<5} {w.cpu_pct:>10.1f} {w.hz:>8.2f} {w.rss_mib:>8.0f}  "
-                      f"{verdict(mode, n, w.cpu_pct)}{note}", flush=True)
+                for i, tree in enumerate(trees):
+                    env = kvwatch_env(tree)
+                    if args.history:
+                        cfg = scratch / "config.toml"
+                        cfg.write_text(f"history_window = {args.history:g}\n")
+                        env["KVWATCH_CONFIG"] = str(cfg)
+                    lag = scratch / f"looplag-{n}-{mode}-{i}.txt"
+                    if args.loop_lag:
+                        env["KVWATCH_BENCH_LOOPLAG"] = str(lag)
+                        env["PYTHONPATH"] += os.pathsep + str(Path(__file__).resolve().parent / "looplag")
+                    w = run_tool(kvwatch_argv(fleet.urls, mode), env, mode, fleet, args.warmup, args.window)
+                    note = "" if w.alive else "  (exited before the window ended)"
+                    print(f"{n:>9} {mode:<5} {i if len(trees) > 1 else '':<4} {w.cpu_pct:>10.1f} {w.hz:>8.2f} "
+                          f"{w.rss_mib:>8.0f}  {verdict(mode, n, w.cpu_pct)}{note}", flush=True)
+                    if args.loop_lag:
+                        print(f"{'':>16}{loop_lag(lag, w)}", flush=True)
     print(load_average() + " at end")
     return 0
 

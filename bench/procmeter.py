@@ -140,6 +140,8 @@ class Window:
     hz: float  # refreshes kept: /metrics requests per endpoint per second
     rss_mib: float  # after the window
     alive: bool
+    t0: float = 0.0  # the window, time.monotonic()
+    t1: float = 0.0
 
 
 def measure(tool: Tool, fleet, warmup_s: float, window_s: float) -> Window:
@@ -150,4 +152,4 @@ def measure(tool: Tool, fleet, warmup_s: float, window_s: float) -> Window:
     c1, r1, t1 = tree_cpu_s(tool.pid), fleet.metrics_requests(), time.monotonic()
     rss = tree_rss_mib(tool.pid)
     alive = os.path.exists(f"/proc/{tool.pid}") and rss > 0
-    return Window(100.0 * (c1 - c0) / (t1 - t0), (r1 - r0) / fleet.n / (t1 - t0), rss, alive)
+    return Window(100.0 * (c1 - c0) / (t1 - t0), (r1 - r0) / fleet.n / (t1 - t0), rss, alive, t0, t1)

@@ -57,7 +57,9 @@ def kvwatch_env(tree: Path = ROOT) -> dict[str, str]:
 
 
 def kvwatch_argv(urls: list[str], mode: str) -> list[str]:
-    argv = [sys.executable, "-c", KVWATCH]
+    # -P: the working directory is not put first on sys.path, so the tree on PYTHONPATH is the
+    # kvwatch that runs (without it, `--tree` would run the checkout the bench was started in)
+    argv = [sys.executable, "-P", "-c", KVWATCH]
     for u in urls:
         argv += ["--url", u]
     argv += ["--interval", "1"]

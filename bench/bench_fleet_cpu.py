@@ -16,11 +16,13 @@ window fills by ~65 s: `--warmup 70` for that; at 256 the CPU measured then is ~
 History is the product's default (600 s), so RSS keeps growing for ten minutes after that:
 `--warmup 600` for the RSS a long session levels at.
 
-`--loop-lag` also times every event-loop callback of the kvwatch process (bench/looplag, put on
+`--loop-lag` also times every event-loop callback of the kvwatch process (bench/probe, put on
 its PYTHONPATH): a key press waits for the callback running when it arrives, so the longest one
 in the window, and how many took 50 / 100 ms or more, say how long the screen can keep a key
 waiting. `--tree PATH` (repeatable) runs kvwatch from other checkouts too, alternating with this
-one at each step, for a before/after in one run.
+one at each step, for a before/after in one run. `--mem-trace` samples the kvwatch process's
+RSS (and glibc's heap, and once a minute its object counts by type) every 15 s from inside it and
+prints the course of RSS over the whole run (for the hour: the steps, not only the end).
 
 Floor: the same pages fetched by a bare asyncio.Protocol HTTP/1.1 keep-alive client vs
 kvwatch's own fetch path (DirectSource's client, no parsing), CPU per page, alternating.
@@ -75,7 +77,7 @@ def run_tool(argv: list[str], env: dict[str, str], mode: str, fleet, warmup: flo
 
 
 def loop_lag(path: Path, w) -> str:
-    """The window's long event-loop callbacks, from the file bench/looplag writes."""
+    """The window's long event-loop callbacks, from the file bench/probe writes."""
     long = []
     if path.exists():
         for line in path.read_text().splitlines():
@@ -86,6 +88,22 @@ def loop_lag(path: Path, w) -> str:
     return (f"longest loop callback {worst[0]:.0f} ms ({worst[1]}); "
             f"{sum(ms >= 50 for ms, _ in long)} of 50 ms or more, {sum(ms >= 100 for ms, _ in long)} of 100 ms "
             f"or more in {w.t1 - w.t0:.0f} s")
+
+
+def mem_trace(path: Path, started: float) -> str:
+    """The course of RSS over the run, from the samples bench/probe writes every 15 s."""
+    rows = []
+    if path.exists():
+        for line in path.read_text().splitlines():
+            t, rss = line.split()[:2]
+            rows.append((float(t) - started, int(rss.split("=")[1]) / 1024))
+    if not rows:
+        return "no memory samples"
+    top = max(rows, key=lambda r: r[1])
+    rise = max(((b[1] - a[1], b[0]) for a, b in zip(rows, rows[1:])), default=(0.0, 0.0))
+    return (f"RSS every 15 s ({len(rows)} samples, {path}): {rows[0][1]:.0f} MiB at {rows[0][0]:.0f} s, "
+            f"highest {top[1]:.1f} MiB at {top[0]:.0f} s, last {rows[-1][1]:.1f} MiB at {rows[-1][0]:.0f} s; "
+            f"largest rise between samples {rise[0]:+.1f} MiB at {rise[1]:.0f} s")
 
 
 def verdict(mode: str, n: int, cpu: float) -> str:
@@ -214,6 +232,7 @@ def main() -> int:
     ap.add_argument("--no-floor", action="store_true")
     ap.add_argument("--floor-only", action="store_true", help="only the HTTP client floor")
     ap.add_argument("--loop-lag", action="store_true", help="also time the event loop's callbacks")
+    ap.add_argument("--mem-trace", action="store_true", help="also sample RSS every 15 s from inside kvwatch")
     ap.add_argument("--tree", type=Path, action="append", default=[],
                     help="another checkout to run kvwatch from, alternating with this one")
     args = ap.parse_args()
@@ -245,15 +264,22 @@ def main() -> int:
                         cfg.write_text(f"history_window = {args.history:g}\n")
                         env["KVWATCH_CONFIG"] = str(cfg)
                     lag = scratch / f"looplag-{n}-{mode}-{i}.txt"
+                    mem = scratch / f"memtrace-{n}-{mode}-{i}.txt"
                     if args.loop_lag:
                         env["KVWATCH_BENCH_LOOPLAG"] = str(lag)
-                        env["PYTHONPATH"] += os.pathsep + str(Path(__file__).resolve().parent / "looplag")
+                    if args.mem_trace:
+                        env["KVWATCH_BENCH_MEMTRACE"] = str(mem)
+                    if args.loop_lag or args.mem_trace:
+                        env["PYTHONPATH"] += os.pathsep + str(Path(__file__).resolve().parent / "probe")
+                    started = time.monotonic()
                     w = run_tool(kvwatch_argv(fleet.urls, mode), env, mode, fleet, args.warmup, args.window)
                     note = "" if w.alive else "  (exited before the window ended)"
                     print(f"{n:>9} {mode:<5} {i if len(trees) > 1 else '':<4} {w.cpu_pct:>10.1f} {w.hz:>8.2f} "
                           f"{w.rss_mib:>8.0f}  {verdict(mode, n, w.cpu_pct)}{note}", flush=True)
                     if args.loop_lag:
                         print(f"{'':>16}{loop_lag(lag, w)}", flush=True)
+                    if args.mem_trace:
+                        print(f"{'':>16}{mem_trace(mem, started)}", flush=True)
     print(load_average() + " at end")
     return 0
 

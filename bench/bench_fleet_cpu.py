@@ -35,6 +35,7 @@ import asyncio
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -249,20 +250,18 @@ def main() -> int:
         print("trees: " + "; ".join(f"{i}: {t}" for i, t in enumerate(trees)))
     print(f"{'endpoints':>9} {'mode':<5} {'tree' if len(trees) > 1 else '':<4} {'CPU % core':>10} {'kept Hz':>8} "
           f"{'RSS MiB':>8}  vs target (RSS at {args.warmup + args.window:g} s)")
-    import tempfile
-
     scratch = Path(tempfile.mkdtemp(prefix="kvwatch-bench-"))
+    config = os.devnull + ".none"  # the product's defaults
+    if args.history:
+        config = str(scratch / "config.toml")
+        Path(config).write_text(f"history_window = {args.history:g}\n")
     for n in args.endpoints:
         with PageFleet(n) as fleet:
             for mode in args.modes:
                 if mode == "json" and n not in args.json_endpoints:
                     continue
                 for i, tree in enumerate(trees):
-                    env = kvwatch_env(tree)
-                    if args.history:
-                        cfg = scratch / "config.toml"
-                        cfg.write_text(f"history_window = {args.history:g}\n")
-                        env["KVWATCH_CONFIG"] = str(cfg)
+                    env = dict(kvwatch_env(tree), KVWATCH_CONFIG=config)
                     lag = scratch / f"looplag-{n}-{mode}-{i}.txt"
                     mem = scratch / f"memtrace-{n}-{mode}-{i}.txt"
                     if args.loop_lag:

@@ -16,7 +16,6 @@ time, and the modules imported that `--url` mode does not use.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import statistics
 import subprocess
@@ -124,7 +123,7 @@ def main() -> int:
             total = sum(r[1] for r in rows)
             print(f"\n-X importtime of the same run: {len(rows)} modules, {total / 1e3:.0f} ms of import (self, summed)")
             print("  top-level imports by cumulative time:")
-            for depth, _, cum, name in sorted((r for r in rows if r[0] == 0), key=lambda r: -r[2])[:args.top]:
+            for _depth, _, cum, name in sorted((r for r in rows if r[0] == 0), key=lambda r: -r[2])[:args.top]:
                 print(f"    {cum / 1e3:7.1f} ms  {name}")
             unused = [r for r in rows if any(r[3] == p or r[3].startswith(p + ".") for p in NOT_FOR_URL)]
             tops: dict[str, list[int]] = {}  # root -> [own self time, largest cumulative]

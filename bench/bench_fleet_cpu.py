@@ -30,6 +30,7 @@ kvwatch's own fetch path (DirectSource's client, no parsing), CPU per page, alte
 
 from __future__ import annotations
 
+from itertools import pairwise
 import argparse
 import asyncio
 import os
@@ -101,7 +102,7 @@ def mem_trace(path: Path, started: float) -> str:
     if not rows:
         return "no memory samples"
     top = max(rows, key=lambda r: r[1])
-    rise = max(((b[1] - a[1], b[0]) for a, b in zip(rows, rows[1:])), default=(0.0, 0.0))
+    rise = max(((b[1] - a[1], b[0]) for a, b in pairwise(rows)), default=(0.0, 0.0))
     return (f"RSS every 15 s ({len(rows)} samples, {path}): {rows[0][1]:.0f} MiB at {rows[0][0]:.0f} s, "
             f"highest {top[1]:.1f} MiB at {top[0]:.0f} s, last {rows[-1][1]:.1f} MiB at {rows[-1][0]:.0f} s; "
             f"largest rise between samples {rise[0]:+.1f} MiB at {rise[1]:.0f} s")

@@ -55,12 +55,12 @@ def write_history(path: Path, replicas: int, times: list[int]) -> int:
             gpu = (f'gpu="0",UUID="GPU-{i:08d}",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",'
                    f'Hostname="node-{i // 8}",namespace="inference",pod="{pod}",job="dcgm"')
             series = [
-                ("vllm:kv_cache_usage_perc", eng, lambda k: 0.5 + 0.4 * ((i + k) % 10) / 10),
-                ("vllm:num_requests_running", eng, lambda k: 20.0 + i % 7),
-                ("vllm:num_requests_waiting", eng, lambda k: float((i + k) % 3)),
-                ("vllm:num_requests_waiting_by_reason", eng + ',reason="capacity"', lambda k: float((i + k) % 3)),
+                ("vllm:kv_cache_usage_perc", eng, lambda k, i=i: 0.5 + 0.4 * ((i + k) % 10) / 10),
+                ("vllm:num_requests_running", eng, lambda k, i=i: 20.0 + i % 7),
+                ("vllm:num_requests_waiting", eng, lambda k, i=i: float((i + k) % 3)),
+                ("vllm:num_requests_waiting_by_reason", eng + ',reason="capacity"', lambda k, i=i: float((i + k) % 3)),
                 ("vllm:num_requests_waiting_by_reason", eng + ',reason="deferred"', lambda k: 0.0),
-                ("vllm:num_preemptions_total", eng, lambda k: float(k * (i % 4))),
+                ("vllm:num_preemptions_total", eng, lambda k, i=i: float(k * (i % 4))),
                 ("vllm:prompt_tokens_total", eng, lambda k: 60000.0 * k),
                 ("vllm:generation_tokens_total", eng, lambda k: 15000.0 * k),
                 ("vllm:prefix_cache_queries_total", eng, lambda k: 60000.0 * k),

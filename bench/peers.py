@@ -14,7 +14,6 @@ the page server) and RSS after the window, and kvwatch's CPU as a ratio to each 
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys

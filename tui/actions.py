@@ -9,7 +9,6 @@ Pure data plus a `Binding` factory: nothing here imports the app or a screen.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
 
 from textual.binding import Binding
 

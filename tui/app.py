@@ -15,7 +15,7 @@ import asyncio
 import time
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Callable
 
 from textual import events, work
 from textual.app import App

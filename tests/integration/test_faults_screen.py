@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 from tests.faultserver import FaultServer
 from tui.app import KvwatchApp

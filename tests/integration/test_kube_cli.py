@@ -4,6 +4,7 @@ each replica named by its pod. The token in the kubeconfig never appears in any 
 
 from __future__ import annotations
 
+from itertools import pairwise
 import asyncio
 import json
 import os
@@ -90,5 +91,5 @@ async def test_proxy_budget_flags_reach_the_scrapes(env: Env, tmp_path: Path) ->
                                  "--interval", "0.5", "--proxy-rps", "4", "--proxy-concurrency", "1")
     assert rc == 0, err
     starts = sorted(c.at for c in env.emu.calls if "/proxy/" in c.path)
-    assert len(starts) >= 3 and min(b - a for a, b in zip(starts, starts[1:])) >= 0.2  # 1/4 s apart, with jitter
+    assert len(starts) >= 3 and min(b - a for a, b in pairwise(starts)) >= 0.2  # 1/4 s apart, with jitter
     assert env.emu.proxy_inflight_max == 1

@@ -4,6 +4,7 @@ before its fix and seen to fail on the old code."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 import asyncio
 import contextlib
 import time
@@ -101,7 +102,7 @@ async def test_json_output_under_all_namespaces_keeps_name_and_adds_key_and_name
     async for e in make_env(tmp_path, statefulset_controller=True):
         src = ClusterSource(e.same_pod_in("team-a", "team-b", page=PAGE), timeout=2.0)
         recorded: list[dict] = []
-        mon = Monitor(src, on_scrapes=lambda scrapes: recorded.extend(scrape_record(x) for x in scrapes))
+        mon = Monitor(src, on_scrapes=lambda scrapes, recorded=recorded: recorded.extend(scrape_record(x) for x in scrapes))
         await mon.start()
         try:
             rows = [r for r in fleet_json(await mon.refresh())["replicas"] if r["name"] == "vllm-0"]
@@ -327,4 +328,4 @@ async def test_concurrent_token_refreshes_run_the_plugin_one_at_a_time(env: Env)
     assert all(len(g) == 2 for g in got)
     runs = sorted(tuple(map(float, ln.split())) for ln in (env.tmp / "runs").read_text().splitlines())
     assert len(runs) >= 3  # connect, then a refresh before each request (the token is expired)
-    assert all(b[0] >= a[1] - 0.01 for a, b in zip(runs, runs[1:])), f"plugin runs overlapped: {runs}"
+    assert all(b[0] >= a[1] - 0.01 for a, b in pairwise(runs)), f"plugin runs overlapped: {runs}"

@@ -404,7 +404,7 @@ class KubeEmulator(PolicyMixin, EndpointSliceMixin, StatefulSetMixin, OwnersMixi
 
     def _list_namespaces(self) -> dict:
         names = {o["metadata"]["name"] for o in self.items("namespaces")}
-        for (r, ns, _), obj in list(self.objects.items()):
+        for (_r, ns, _), obj in list(self.objects.items()):
             if ns and not obj.deleted:
                 names.add(ns)
         items = [{"metadata": {"name": n}, "status": {"phase": "Active"}} for n in sorted(names)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.ui.conftest import make_app, prime
-from tests.ui.triage_helpers import DEP, TriageSource, app_for, open_on, roll_out, settle, sim_cluster
+from tests.ui.triage_helpers import DEP, TriageSource, app_for, open_on, roll_out, sim_cluster
 from tui.core.diagnosis import Thresholds
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.edit_args import EditArgsScreen

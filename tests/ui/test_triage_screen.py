@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.ui.conftest import make_app, prime
-from tests.ui.triage_helpers import TriageSource, app_for, open_on, settle, sim_cluster
+from tests.ui.triage_helpers import TriageSource, app_for, open_on, sim_cluster
 from tui.screens.detail import DetailScreen
 from tui.screens.triage import TriageScreen
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tui.core.history import ReplicaHistory
-from tui.core.model import EngineSample, GpuDevice, GpuSample, Histogram, PodInfo, Sample, Scrape
+from tui.core.model import EngineSample, GpuDevice, GpuSample, Histogram, Sample, Scrape
 
 GiB = 1024**3
 TOK_B = (1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0, 10000.0, float("inf"))

@@ -28,7 +28,7 @@ def incident(tmp_path, name="incident.jsonl.gz"):
     b = list(generate(Scenario("vllm-b", (HEALTHY, PRESSURE), dialect="v0"), 1))
     path = tmp_path / name
     with Recorder(str(path)) as rec:
-        for (sa, _), (sb, _) in zip(a, b):
+        for (sa, _), (sb, _) in zip(a, b, strict=False):
             rec.write([sa, sb])  # one poll
     return path, a[0][0].ts
 

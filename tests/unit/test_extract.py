@@ -179,7 +179,7 @@ def test_histograms_sorted_and_missing_inf_taken_from_count():
 
 def _ttft_page(counts: tuple[float, ...], bounds: tuple[str, ...] = ("0.1", "1.0", "+Inf")) -> str:
     rows = [f'vllm:time_to_first_token_seconds_bucket{{engine="0",le="{b}",model_name="m"}} {c}'
-            for b, c in zip(bounds, counts)]
+            for b, c in zip(bounds, counts, strict=False)]
     rows += [f'vllm:time_to_first_token_seconds_count{{engine="0",model_name="m"}} {counts[-1]}',
              f'vllm:time_to_first_token_seconds_sum{{engine="0",model_name="m"}} {sum(counts)}']
     return "\n".join(rows) + "\n"

@@ -71,7 +71,7 @@ def test_oom_steps_and_presets_are_the_emergency_steps_and_pass_the_audit(now):
     lower = float(rb.step("oom").suggest["gpu-memory-utilization"])
     assert lower == P.lower_for_oom(now, T) and lower < now and audit_passes(lower)
     cmd = parse_container(deployment(now)["spec"]["template"]["spec"]["containers"][0])
-    for key, step in zip(("gmu-0.7", "gmu-0.6"), P.emergency_steps(T)):
+    for key, step in zip(("gmu-0.7", "gmu-0.6"), P.emergency_steps(T), strict=False):
         assert preset(cmd, key)["gpu-memory-utilization"] == step and audit_passes(step)
 
 

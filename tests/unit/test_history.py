@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from tui.core.history import ReplicaHistory, Windows, counter_delta
 from tui.core.model import DOWN, OK, STALE, EngineSample, Histogram, Sample, Scrape
 
@@ -124,7 +125,7 @@ def test_an_hour_keeps_three_minutes_at_the_interval_and_one_point_in_thirty_bef
     for s in scr[:-1]:
         assert s.sample.value("preemptions") == 3.0 * s.ts  # whole counters < 2**24: exact in every tier
     kept = [s.ts for s in scr if s.ts <= newest - FINE_POINTS and s.sample.hist("ttft") is not None]
-    assert kept and all(60 <= b - a <= 60 + COARSE_EVERY for a, b in zip(kept, kept[1:]))  # baselines, ~1 a minute
+    assert kept and all(60 <= b - a <= 60 + COARSE_EVERY for a, b in pairwise(kept))  # baselines, ~1 a minute
 
 
 def test_counters_of_the_thinned_tier_read_back_exactly():

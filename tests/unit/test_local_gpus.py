@@ -4,7 +4,6 @@ said when there is no driver. NVML is faked at its edge (no GPU where this was w
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import types

@@ -24,7 +24,7 @@ def test_packed_points_come_back_equal_in_value_and_type():
     ref = ref[-50:]
     assert len(log) == 50 and list(log) == ref and list(reversed(log)) == ref[::-1]
     assert [log[i] for i in range(-50, 50)] == ref + ref and log[3:40:7] == ref[3:40:7]
-    for (_, a), (_, b) in zip(log, ref):
+    for (_, a), (_, b) in zip(log, ref, strict=False):
         assert [type(getattr(a, f.name)) for f in fields(a)] == [type(getattr(b, f.name)) for f in fields(b)]
     assert log[-1] is ref[-1]  # the newest stay the very objects (the diagnosis tracks them so)
 

@@ -406,3 +406,28 @@ async def test_engine_config_is_fetched_again_when_a_replica_has_none(api):
     asked = [r for r in api.requests if r["query"].startswith("vllm:cache_config_info")]
     assert len(asked) == 2
     assert s.sample.cache_config == {"num_gpu_blocks": "27915"}
+
+
+async def test_a_transport_error_naming_a_known_secret_is_redacted():
+    """A failure whose text carries the token (a proxy echoing headers, say) never shows it.
+
+    The connect-error path meant to pass the text through the secret scrubber, but a local
+    URL-only `redact` shadowed it (found by ruff F811), so remembered secrets went out as-is.
+    """
+    from tui.core.textsafe import remember_secret
+
+    remember_secret(SECRET)
+
+    def fail(request: httpx.Request) -> httpx.Response:
+        raise httpx.ProxyError(f"proxy refused: Proxy-Authorization: Bearer-ish {SECRET}")
+
+    client = PromClient("http://127.0.0.1:9")
+    await client._client.aclose()
+    client._client = httpx.AsyncClient(transport=httpx.MockTransport(fail))
+    try:
+        with pytest.raises(SourceError) as err:
+            await client.query("up")
+    finally:
+        await client.close()
+    assert SECRET not in str(err.value)
+    assert "redacted" in str(err.value)

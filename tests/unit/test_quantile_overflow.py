@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from tui.core.model import AtLeast, Histogram
+from tui.core.model import AtLeast
 from tui.core.diagnosis.runbook import verify
 from tui.core.diagnosis import Thresholds
 from widgets.format import secs

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gzip
-import json
 import random
 from datetime import datetime
 
@@ -115,7 +113,7 @@ def test_next_change_stops_at_the_first_verdict_change_offline_diagnosis_sees():
         if got is None:
             break
         seen.append(src.position_ts)
-        for name, before, after in got:
+        for _name, before, after in got:
             assert before != after
     # every poll where some replica's verdict changed, in order (a change in poll 1 has no "before")
     poll_ts = {max(s.ts for s in r): {s.replica: s.ts for s in r} for r in src.rounds}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 import asyncio
 import time
 
@@ -23,7 +24,7 @@ async def test_starts_are_spaced_even_after_the_event_loop_stalls() -> None:
     await asyncio.sleep(0.05)
     time.sleep(0.2)  # a busy event loop: every waiter wakes late
     await asyncio.gather(*tasks)
-    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    gaps = [b - a for a, b in pairwise(starts)]
     assert len(starts) == 20 and min(gaps) >= 1 / 50 - 0.002, min(gaps)
 
 

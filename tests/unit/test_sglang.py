@@ -4,6 +4,7 @@ prometheus_client's parser), data-parallel ranks as one replica, missing stays m
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 import pytest
 
 from tui.core.sim.exposition import PageRenderer, gpu_values
@@ -65,8 +66,8 @@ def test_long_prompts_reaches_kv_pressure_within_minutes():
         hit = [p for p in pts if p["kv"] >= 0.9 and p["waiting"] > 0]
         assert hit and hit[0]["t"] <= 180
         late = [p["preemptions"] for p in pts if p["t"] >= hit[0]["t"]]
-        assert late[-1] > late[0] and all(b >= a for a, b in zip(late, late[1:]))
-        rises = sum(b > a for a, b in zip(late, late[1:]))
+        assert late[-1] > late[0] and all(b >= a for a, b in pairwise(late))
+        rises = sum(b > a for a, b in pairwise(late))
         assert rises >= len(late) - 2  # climbing, not a one-off
         assert pts[-1]["waiting"] > pts[len(pts) // 2]["waiting"]  # the queue keeps growing
 

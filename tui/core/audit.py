@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .cluster.args import ArgError, VllmCommand, default_for, find_vllm_container, parse_container
+from .cluster.args import ArgError, VllmCommand, find_vllm_container, parse_container
 from .diagnosis import gmu_policy
 from .diagnosis.capacity import GiB, ModelArch, plan
 from .diagnosis.thresholds import Thresholds

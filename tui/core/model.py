@@ -49,7 +49,7 @@ class Histogram:
             return self if self.count >= other.count else other
         return Histogram(
             self.bounds,
-            tuple(a + b for a, b in zip(self.counts, other.counts)),
+            tuple(a + b for a, b in zip(self.counts, other.counts, strict=True)),
             self.sum + other.sum,
             self.count + other.count,
         )
@@ -71,7 +71,7 @@ class Histogram:
             return None
         rank = q * self.counts[-1]
         prev_bound, prev_count = 0.0, 0.0
-        for bound, cum in zip(self.bounds, self.counts):
+        for bound, cum in zip(self.bounds, self.counts, strict=True):
             if cum >= rank:
                 if math.isinf(bound):
                     # as Prometheus, the highest finite bound, marked: the true value is above it
@@ -128,7 +128,6 @@ class Sample:
             "max_total_tokens",
             "cached_tokens",
             "requests_total",
-            "requests_aborted",
             "gen_throughput",
         }
     )

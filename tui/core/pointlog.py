@@ -183,7 +183,7 @@ def _pack(hists: list[tuple[str, Histogram]]) -> Packed | None:
     # (hashing the bounds themselves cost more than the rest of the packing)
     ids = tuple((n, id(h.bounds)) for n, h in hists)
     layout = _BY_IDS.get(ids)
-    if layout is None or any(a is not h.bounds for a, (_n, h) in zip(layout.bounds, hists)):
+    if layout is None or any(a is not h.bounds for a, (_n, h) in zip(layout.bounds, hists, strict=True)):
         layout = _layout(tuple((n, h.bounds) for n, h in hists))
         _BY_IDS[ids] = layout
     # built from one list, so that the array is allocated at its exact size
@@ -572,7 +572,7 @@ def rebuild(ts: float, v: Sequence[float], side: Any, gauges: dict[str, float | 
     if extra is not None and extra.page:
         gauges = {**gauges, **extra.page}
     vals = {n: x for n, x in gauges.items() if x is not None}
-    vals.update({n: x for n, x in zip(_PACKED, v) if x == x})  # NaN: not on the page
+    vals.update({n: x for n, x in zip(_PACKED, v, strict=False) if x == x})  # NaN: not on the page
     cpu, lat = v[_CPU], v[_LAT]
     hists = _unpack_all(hists_of(side))
     if meta is None:  # not a scrape (PointLog used without one)

@@ -188,7 +188,7 @@ class DetailScreen(Screen):
             plt.title(title)
             for attr, legend in series:
                 ys = [getattr(m, attr) for _, m in pts]
-                xy = [(x, y) for x, y in zip(xs, ys) if y is not None]
+                xy = [(x, y) for x, y in zip(xs, ys, strict=True) if y is not None]
                 if xy:
                     plt.plot([a for a, _ in xy], [b for _, b in xy], label=legend,
                              marker="*" if self.app.ascii else "braille")

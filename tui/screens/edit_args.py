@@ -111,7 +111,7 @@ class EditArgsScreen(Screen):
         preset; another engine fills the same slots with its own."""
         if self.engine.name != sglang_rules.ENGINE_NAME:
             return [(p, p, key, label) for p, key, label in PRESET_KEYS]
-        return [(p, sp, key, label) for (p, key, _), (sp, label) in zip(PRESET_KEYS, sglang_rules.PRESET_LABELS.items())]
+        return [(p, sp, key, label) for (p, key, _), (sp, label) in zip(PRESET_KEYS, sglang_rules.PRESET_LABELS.items(), strict=True)]
 
     @property
     def generation(self) -> str:

@@ -116,7 +116,7 @@ def build_edit_plan(
         new_val = rw.container.get(fld)
         if fld == "env":
             old_env = c.get("env") or []
-            for j, (o, n) in enumerate(zip(old_env, new_val)):
+            for j, (o, n) in enumerate(zip(old_env, new_val, strict=False)):
                 if o != n:
                     ops.append({"op": "test", "path": f"{base}/env/{j}/name", "value": o.get("name")})
                     ops.append({"op": "test", "path": f"{base}/env/{j}/value", "value": o.get("value")})

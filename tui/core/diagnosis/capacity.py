@@ -104,7 +104,7 @@ def kv_bytes_per_token(arch: ModelArch, kv_cache_dtype: str = "auto", tp: int = 
     db = VLLM.cache_dtype_bytes(kv_cache_dtype, arch.dtype_bytes)
     bpt = VLLM.kv_bytes_per_token(arch.num_layers, arch.num_kv_heads, arch.head_dim, kv_cache_dtype, tp,
                                   arch.dtype_bytes)
-    dt = kv_cache_dtype if kv_cache_dtype not in ("auto", "", None) else f"auto = model dtype"
+    dt = kv_cache_dtype if kv_cache_dtype not in ("auto", "", None) else "auto = model dtype"
     heads_txt = f"{arch.num_kv_heads} KV heads / TP {tp} = {heads}" if tp > 1 else f"{heads} KV heads"
     lines = [f"KV bytes per token = 2 (K and V) x {arch.num_layers} layers x {heads_txt} x "
              f"{arch.head_dim} head dim x {db:g} B ({dt}) = {_n(bpt)} B ({bpt / 1024:g} KiB)"]

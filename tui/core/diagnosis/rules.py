@@ -478,7 +478,7 @@ def import_state(h: ReplicaHistory, state: object | None) -> None:
 
 def _replay(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     tr = _Tracker(t, h.windows.stale_s)
-    for s, pt in zip(h.scrapes, h.points):
+    for s, pt in zip(h.scrapes, h.points, strict=False):
         if pt[0] > now:
             break
         tr.advance(s, pt)

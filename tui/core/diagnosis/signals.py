@@ -97,7 +97,7 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
             recent = d_pre
             for p in _last(tail, t.recent_points - 1):
                 recent += p.d_preempt or 0.0
-        parts = [_delta(a, b) for a, b in zip(c_progress, prev.c_progress)]
+        parts = [_delta(a, b) for a, b in zip(c_progress, prev.c_progress, strict=True)]
         parts.append(_delta(c_steps, prev.c_steps))
         known = [x for x in parts if x is not None]
         progress = sum(known) if known else None

@@ -141,7 +141,7 @@ def render_sample(sample: Sample, dialect: str = "v1", model_name: str | None = 
 
 def _hist_lines(base: str, pairs: list[tuple[str, str]], h: Histogram) -> list[str]:
     lines = []
-    for bound, cum in zip(h.bounds, h.counts):
+    for bound, cum in zip(h.bounds, h.counts, strict=True):
         le = "+Inf" if math.isinf(bound) else repr(float(bound))
         lines.append(f"{base}_bucket{_labels(pairs + [('le', le)])} {_num(cum)}")
     if not h.bounds or not math.isinf(h.bounds[-1]):

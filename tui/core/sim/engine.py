@@ -383,7 +383,7 @@ class Engine:
             self.h["itl"].observe(dt, n_dec)
         self.d += 1
         # prefill completions: sample a token
-        for r, chunk in chunks:
+        for r, _chunk in chunks:
             if r.rid not in self.prefilling or r.computed < r.target:
                 continue
             del self.prefilling[r.rid]

@@ -220,7 +220,7 @@ class PageRenderer:
 
     def _gauges(self, name: str, help_: str, value: Callable[[Engine], float]) -> str:
         out = [header(name, help_, "gauge")]
-        for e, lbl in zip(self._engines, self._eng_lbl):
+        for e, lbl in zip(self._engines, self._eng_lbl, strict=True):
             out.append(f"{name}{lbl} {gostr(value(e))}\n")
         return "".join(out)
 
@@ -231,7 +231,7 @@ class PageRenderer:
         out = [header(name + "_total", help_, "counter")]
         created: list[str] = []
         t0 = gostr(self.r.ready_at)
-        for e, d in zip(self._engines, self._eng_labels):
+        for e, d in zip(self._engines, self._eng_labels, strict=True):
             if extra is None:
                 lbl = labels(d)
                 out.append(f"{name}_total{lbl} {gostr(value(e))}\n")
@@ -253,10 +253,10 @@ class PageRenderer:
         for key, name, head, chead, bounds, bucket_lbls in self._hists:
             out.append(head)
             created = []
-            for e, lbl, row in zip(self._engines, self._eng_lbl, bucket_lbls):
+            for e, lbl, row in zip(self._engines, self._eng_lbl, bucket_lbls, strict=True):
                 h = e.h[key]
                 cum = h.cumulative(bounds)
-                out.extend(f"{p}{gostr(c)}\n" for p, c in zip(row, cum))
+                out.extend(f"{p}{gostr(c)}\n" for p, c in zip(row, cum, strict=True))
                 out.append(f"{name}_count{lbl} {gostr(h.count)}\n")
                 out.append(f"{name}_sum{lbl} {gostr(h.sum)}\n")
                 created.append(f"{name}_created{lbl} {t0}\n")
@@ -279,7 +279,7 @@ class PageRenderer:
         rows = [header(name, "Number of waiting requests by reason. Reason labels: 'capacity' = waiting for "
                        "scheduling capacity; 'deferred' = deferred by transient constraints (LoRA budget, KV "
                        "transfer, blocked status). Sum of all reasons equals vllm:num_requests_waiting.", "gauge")]
-        for e, d in zip(self._engines, self._eng_labels):
+        for e, d in zip(self._engines, self._eng_labels, strict=True):
             rows.append(f"{name}{labels({**d, 'reason': 'capacity'})} {gostr(e.num_waiting)}\n")
             rows.append(f"{name}{labels({**d, 'reason': 'deferred'})} 0.0\n")
         parts.append("".join(rows))
@@ -353,7 +353,7 @@ class PageRenderer:
         few = (0.1, 0.5, 1.0)
         per: dict[str, tuple[int, float, list[int]]] = {}  # handler -> (count, sum, cumulative at `few`)
         n = sum(h.count for h in lat)
-        cum = [sum(col) for col in zip(*(h.cumulative(few)[:3] for h in lat))] if lat else [0, 0, 0]
+        cum = [sum(col) for col in zip(*(h.cumulative(few)[:3] for h in lat), strict=True)] if lat else [0, 0, 0]
         per["/v1/chat/completions"] = (n, sum(h.sum for h in lat), cum)
         for h in HTTP_HANDLERS[1:]:
             k = self.scrapes[h]
@@ -369,8 +369,8 @@ class PageRenderer:
         name = "http_request_duration_highr_seconds"
         help_ = "Latency with many buckets but no API specific labels. Made for more accurate percentile calculations. "
         out.append(header(name, help_, "histogram"))
-        cum = [sum(col) for col in zip(*(h.cumulative(HTTP_HIGHR) for h in lat))]
-        for b, v in zip(HTTP_HIGHR + (_INF,), cum):
+        cum = [sum(col) for col in zip(*(h.cumulative(HTTP_HIGHR) for h in lat), strict=True)]
+        for b, v in zip(HTTP_HIGHR + (_INF,), cum, strict=True):
             out.append(f'{name}_bucket{{le="{gostr(b)}"}} {gostr(v)}\n')
         out.append(f"{name}_count {gostr(n)}\n{name}_sum {gostr(per['/v1/chat/completions'][1])}\n")
         if not self.v0:
@@ -381,7 +381,7 @@ class PageRenderer:
         for h in HTTP_HANDLERS:
             k, total, buckets = per[h]
             hl = lbl[h].replace(",method", ',le="{}",method')
-            for bound, v in zip(few, buckets):
+            for bound, v in zip(few, buckets, strict=True):
                 out.append(f"{name}_bucket{{{hl.format(gostr(bound))}}} {gostr(v)}\n")
             out.append(f"{name}_bucket{{{hl.format('+Inf')}}} {gostr(k)}\n")
             out.append(f"{name}_count{{{lbl[h]}}} {gostr(k)}\n{name}_sum{{{lbl[h]}}} {gostr(total)}\n")

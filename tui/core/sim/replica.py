@@ -178,7 +178,7 @@ class Replica:
         c = [e.c for e in self.engines]
         cur = (sum(x.prompt_tokens for x in c), sum(x.generation_tokens for x in c), sum(x.preemptions for x in c),
                sum(x.prefix_queries for x in c), sum(x.prefix_hits for x in c))
-        d = [a - b for a, b in zip(cur, self._log_prev)]
+        d = [a - b for a, b in zip(cur, self._log_prev, strict=True)]
         self._log_prev = cur
         self.last_throughput = (d[0] / LOG_EVERY_S, d[1] / LOG_EVERY_S)
         hit = f", Prefix cache hit rate: {100.0 * d[4] / d[3]:.1f}%" if d[3] else ""

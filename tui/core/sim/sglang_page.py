@@ -44,7 +44,7 @@ def render(r: "Replica", gostr: Callable[[float], str], header: Callable[[str, s
 
     def family(name: str, help_: str, typ: str, value: Callable[[Engine], float]) -> None:
         out.append(header(name, help_, typ))
-        out.extend(f"{name}{lb} {gostr(value(e))}\n" for e, lb in zip(r.engines, lbl))
+        out.extend(f"{name}{lb} {gostr(value(e))}\n" for e, lb in zip(r.engines, lbl, strict=True))
 
     family("sglang:num_running_reqs", "The number of running requests.", "gauge", lambda e: e.num_running)
     family("sglang:num_used_tokens", "The number of used tokens.", "gauge", lambda e: round(e.kv_usage * pool))
@@ -77,8 +77,8 @@ def render(r: "Replica", gostr: Callable[[float], str], header: Callable[[str, s
     for key, name, help_, bounds in _HISTS:
         out.append(header(name, help_, "histogram"))
         hs = [e.h[key] for e in r.engines]
-        cum = [sum(col) for col in zip(*(h.cumulative(bounds) for h in hs))]
-        for b, v in zip(tuple(bounds) + (float("inf"),), cum):
+        cum = [sum(col) for col in zip(*(h.cumulative(bounds) for h in hs), strict=True)]
+        for b, v in zip(tuple(bounds) + (float("inf"),), cum, strict=True):
             out.append(f"{name}_bucket{labels({'le': gostr(b), 'model_name': model})} {gostr(v)}\n")
         out.append(f"{name}_sum{tok} {gostr(sum(h.sum for h in hs))}\n")
         out.append(f"{name}_count{tok} {gostr(sum(h.count for h in hs))}\n")

@@ -49,7 +49,7 @@ def normalise_url(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def redact(url: str) -> str:
+def display_url(url: str) -> str:
     """URL for display: user:password@ removed."""
     parts = urlsplit(url)
     if "@" not in parts.netloc:
@@ -145,7 +145,7 @@ class PromClient:
         timeout: float = 10.0,
     ) -> None:
         self.base = normalise_url(url)
-        self.display = redact(self.base)
+        self.display = display_url(self.base)
         self.token = token
         self.timeout = timeout
         if ca_file and insecure:

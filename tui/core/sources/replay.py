@@ -13,6 +13,7 @@ stopped for an hour) are skipped instead of waited out.
 
 from __future__ import annotations
 
+from itertools import pairwise
 import bisect
 import heapq
 import statistics
@@ -178,7 +179,7 @@ class ReplaySource:
 
 def median_interval(times: list[float]) -> float:
     """The typical step between consecutive poll times (1 s when there is none)."""
-    steps = [b - a for a, b in zip(times, times[1:]) if b > a]
+    steps = [b - a for a, b in pairwise(times) if b > a]
     return statistics.median(steps) if steps else 1.0
 
 

@@ -145,7 +145,7 @@ def _tokens(container: Mapping[str, Any]) -> tuple[list[_Tok], bool]:
     command = list(container.get("command") or ())
     args = list(container.get("args") or ())
     argv = [("command", i, str(v)) for i, v in enumerate(command)] + [("args", i, str(v)) for i, v in enumerate(args)]
-    for pos, (fld, idx, val) in enumerate(argv):
+    for pos, (_fld, _idx, val) in enumerate(argv):
         base = val.rsplit("/", 1)[-1]
         if base in _SHELLS:
             # sh [-e ...] -c SCRIPT: the script is the element after the option cluster with "c"

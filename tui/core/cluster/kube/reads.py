@@ -246,7 +246,7 @@ class KubeReads(KubeTransport):
         checks: dict[tuple[str, str, str, str], Permission] = {}
         wanted = {v for action, verbs in ACTION_VERBS.items() if not refused(action, verbs) for v in verbs}
         results = await asyncio.gather(*(self._review(ns, *v) for v in sorted(wanted)))
-        checks = dict(zip(sorted(wanted), results))
+        checks = dict(zip(sorted(wanted), results, strict=True))
         out: dict[str, Permission] = {}
         for action, verbs in ACTION_VERBS.items():
             if refused(action, verbs):

@@ -54,7 +54,7 @@ def format_table(sample: GpuSample) -> str:
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() for r in rows]
     lines.append(f"{sample.count} GPU(s) via {sample.source}")
     return "\n".join(lines)
 

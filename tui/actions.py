@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from tui.core.cluster.presets import PRESETS
 
@@ -135,7 +135,7 @@ def actions_for(scope: str) -> list[Action]:
     return [a for a in ACTIONS if scope in a.scopes]
 
 
-def bindings(scope: str, *, only: tuple[str, ...] | None = None) -> list[Binding]:
+def bindings(scope: str, *, only: tuple[str, ...] | None = None) -> list[BindingType]:
     """A screen's (or the app's) BINDINGS; `only` keeps just those binding ids."""
     return [a.binding() for a in actions_for(scope) if only is None or a.id in only]
 

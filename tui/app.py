@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 from textual import events, work
 from textual.app import App
+from textual.notifications import SeverityLevel
 from textual.message import Message
 
 from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
@@ -92,7 +93,7 @@ class KvwatchApp(App):
         self.interval = interval
         self.mode = mode  # "live" or "replay"; mitigation keys check it (replay: read-only)
         # replay: the only way to the recording (tui/replay_controls.py)
-        self.replay = ReplayControls(monitor) if mode == "replay" else None
+        self._replay = ReplayControls(monitor) if mode == "replay" else None
         self.config = config or Config()
         self._cli_readonly = readonly or mode == "replay"
         self.readonly = self._cli_readonly
@@ -145,7 +146,7 @@ class KvwatchApp(App):
         self._palette = None
 
     # -- messages: the flash line (widgets/flash.py) ------------------------------------------
-    def notify(self, message: str, *, title: str = "", severity: str = "information",
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = True) -> None:
         """Every message kvwatch (or Textual) gives goes to the flash line on the bottom row;
         Textual still records it (its toasts are hidden)."""
@@ -232,7 +233,8 @@ class KvwatchApp(App):
         # a poll of the old source still in flight may re-add its rows once: forget them again
         self.set_timer(self.interval + src.timeout + 0.5, lambda: self.monitor.forget(stale - set(src.pods)))
         try:
-            await old.close()
+            if old is not None:
+                await old.close()
         except Exception:  # noqa: BLE001 - the old watch is gone either way
             pass
         self.apply_context(cluster.context)
@@ -398,14 +400,15 @@ class KvwatchApp(App):
 
         self.push_screen(HelpScreen())
 
-    def action_screenshot(self) -> None:
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Textual's action, kept to its signature; the folder defaults to kvwatch's own."""
         try:
             self.screenshot_dir.mkdir(parents=True, exist_ok=True)
-            path = self.save_screenshot(path=str(self.screenshot_dir))
+            saved = self.save_screenshot(filename=filename, path=path or str(self.screenshot_dir))
         except OSError as e:
             self.notify(f"screenshot failed: {e.strerror or e}", severity="error", timeout=6, markup=False)
             return
-        self.notify(f"saved {path}", timeout=4, markup=False)
+        self.notify(f"saved {saved}", timeout=4, markup=False)
 
     def action_cycle_theme(self) -> None:
         if self.no_color_output:
@@ -433,6 +436,13 @@ class KvwatchApp(App):
         return True
 
     # -- replay: every move goes through self.replay, which may rebuild the Monitor ----------
+    @property
+    def replay(self) -> ReplayControls:
+        """The replay's controls; only the replay mode's keys and loop reach for them."""
+        if self._replay is None:
+            raise RuntimeError("not replaying a recording")
+        return self._replay
+
     @work(exclusive=True, group="poll", exit_on_error=False)
     async def replay_loop(self) -> None:
         """Feed due polls of the recording to the Monitor one at a time; draw after each batch."""

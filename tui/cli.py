@@ -120,7 +120,7 @@ def run_live(args: argparse.Namespace) -> int:
             print("kvwatch: give either --url or --prometheus, not both", file=sys.stderr)
             return 2
         try:
-            source = from_args(args)
+            prom_source = from_args(args)
         except (SourceError, ValueError, OSError) as e:
             print(f"kvwatch: {e}", file=sys.stderr)
             return 2
@@ -128,8 +128,8 @@ def run_live(args: argparse.Namespace) -> int:
             # metrics from Prometheus, pods and mitigation keys from the API server
             from .kube_launch import with_cluster
 
-            return with_cluster(args, source)
-        return run(args, source)
+            return with_cluster(args, prom_source)
+        return run(args, prom_source)
     if not args.url:  # Kubernetes: kubeconfig or the in-cluster service account
         from .kube_launch import run_kube
 

@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 from tui.core.textsafe import clean
 
 if TYPE_CHECKING:  # only for annotations: the cluster package loads with a cluster
+    from textual.notifications import SeverityLevel
     from tui.core.cluster.base import Cluster
 
 
 class SwitchHost(Protocol):
     """What the switcher needs from the app."""
 
-    def notify(self, message: str, **kw: Any) -> None: ...
+    def notify(self, message: str, *, title: str = ..., severity: SeverityLevel = ..., timeout: float | None = ...,
+               markup: bool = ...) -> None: ...
 
     async def switch_cluster(self, cluster: Cluster) -> Any: ...
 

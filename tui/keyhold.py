@@ -36,7 +36,7 @@ class KeyHold:
     def __init__(self, set_timer: Callable, dropped: Callable[[int], None]) -> None:
         self._set_timer = set_timer
         self._dropped = dropped
-        self._held: list[events.Event] | None = None
+        self._held: list[events.Key | events.Paste] | None = None
         self._timer = None
 
     @property

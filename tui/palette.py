@@ -5,7 +5,11 @@ and the app's, from the action registry, only where they may be used now (the sa
 from __future__ import annotations
 
 from functools import partial
-from typing import Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.screen import Screen
 
 from textual.actions import parse
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -13,7 +17,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from .actions import APP, Action, actions_for, keys_text, scope_of
 
 
-def offered(app, screen) -> Iterator[tuple[Action, object]]:
+def offered(app: App[Any], screen: Screen[Any]) -> Iterator[tuple[Action, App[Any] | Screen[Any]]]:
     """(action, the node that runs it) for each registry action usable now on `screen`."""
     for scope, node in ((scope_of(screen), screen), (APP, app)):
         for a in actions_for(scope):
@@ -33,7 +37,7 @@ def _label(app, a: Action) -> str:
 class KvwatchCommands(Provider):
     """kvwatch's actions in the palette: type "drain" on the fleet screen to find Drain."""
 
-    def _hits(self) -> list[tuple[str, Action, object]]:
+    def _hits(self) -> list[tuple[str, Action, App[Any] | Screen[Any]]]:
         return [(_label(self.app, a), a, node) for a, node in offered(self.app, self.screen)]
 
     async def discover(self) -> Hits:

@@ -22,7 +22,9 @@ class ReplayControls:
 
     @property
     def source(self) -> ReplaySource:
-        return self.monitor.source
+        source = self.monitor.source
+        assert isinstance(source, ReplaySource)  # a replay's monitor reads a recording
+        return source
 
     @property
     def position_ts(self) -> float:

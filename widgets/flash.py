@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual.timer import Timer
 from textual.widgets import Static
 
 from .format import asciify
@@ -47,7 +48,7 @@ class FlashBar(Static):
         super().__init__("", **kw)
         self.flash: Flash | None = None
         self.ascii = False
-        self._timer = None
+        self._timer: Timer | None = None
 
     def show(self, flash: Flash | None) -> None:
         """Show `flash` until its time is up (None, or a flash already over: blank)."""

@@ -158,7 +158,7 @@ class FleetTable(DataTable):
         self._row_styles: dict[Style, Style] = {}
         self.now: float | None = None  # the state's clock (simulated in the demo): AGE counts to it
         self.has_pods = False  # pod columns stay while a filter hides every row
-        self.sort: tuple[str, bool] = ("severity", False)  # (sort, reversed): the header's arrow
+        self.sort_by: tuple[str, bool] = ("severity", False)  # (sort, reversed): the header's arrow
 
     # -- layout -----------------------------------------------------------------
     def _ensure_columns(self, views: list[ReplicaView] | None = None) -> bool:
@@ -169,13 +169,13 @@ class FleetTable(DataTable):
         cols = fit_columns(max(40, self.size.width or 120), skip)
         if [c.key for c in cols] == [c.key for c in self._cols] and cols[0].width == (
             self._cols[0].width if self._cols else -1
-        ) and self.sort == self._drawn_sort:
+        ) and self.sort_by == self._drawn_sort:
             return False
-        self._cols, self._drawn_sort = cols, self.sort
+        self._cols, self._drawn_sort = cols, self.sort_by
         self.clear(columns=True)
-        sorted_key = SORT_COLUMNS.get(self.sort[0])
+        sorted_key = SORT_COLUMNS.get(self.sort_by[0])
         for c in cols:
-            title = c.title + (" " + sort_arrow(*self.sort, ascii=self.ascii) if c.key == sorted_key else "")
+            title = c.title + (" " + sort_arrow(*self.sort_by, ascii=self.ascii) if c.key == sorted_key else "")
             self.add_column(Text(title, style="bold"), width=c.width, key=c.key)
         self._order, self._cells, self._stale = [], {}, set()
         self._size_render_caches()

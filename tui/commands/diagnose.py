@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"kvwatch diagnose: {args.input}: cannot read: {e.strerror or e}", file=sys.stderr)
         return 2
-    for prob in result.problems:
-        print(f"kvwatch diagnose: {clean(str(prob))}", file=sys.stderr)
+    for log_prob in result.problems:
+        print(f"kvwatch diagnose: {clean(str(log_prob))}", file=sys.stderr)
     if not result.replicas:
         print(f"kvwatch diagnose: {args.input}: no scrape records found", file=sys.stderr)
         return 2
@@ -93,9 +93,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"    {_when(ts)}  {v:<19} {_dur((end or ts) - ts)}")
         if r.evidence:
             print("  evidence:")
-            for e in r.evidence:
-                mark = "!" if e.crossed else ("?" if e.op == "missing" else " ")
-                print(f"    {mark} {clean(e.text)}")
+            for ev in r.evidence:
+                mark = "!" if ev.crossed else ("?" if ev.op == "missing" else " ")
+                print(f"    {mark} {clean(ev.text)}")
         if r.failed:
             print(f"  failed scrapes: {r.failed} of {r.scrapes}")
     return 0

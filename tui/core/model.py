@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 # The verdicts and their severity order live in the registry; re-exported for the screens.
-from .verdicts import SEVERITY, VERDICTS  # noqa: F401
+from .verdicts import SEVERITY as SEVERITY, VERDICTS as VERDICTS  # re-exported
 
 # Replica states as shown on screen. "stale": the last scrape failed but an earlier one
 # succeeded recently; "down": nothing usable for longer than the stale window.

@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 import time
+from typing import TYPE_CHECKING, Sequence
 
 from textual.containers import Grid, Vertical
 from textual.screen import Screen
@@ -17,13 +18,16 @@ from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
 from tui.actions import bindings
-from tui.core.model import FleetState, ReplicaView
+from tui.core.model import FleetState, ReplicaMetrics, ReplicaView
 from tui.core.textsafe import clean
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
 from widgets.verdict import colour_var, label
 
 from .triage import open_diagnosis
+
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
 
 PLOT_POINTS = 300
 LABEL_MAX = 60  # label values (model names, ...) are cut here; long ones would fill 80x24
@@ -88,6 +92,7 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
 
 
 class DetailScreen(Screen):
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("detail")  # tui/actions.py: back, then t / g / c of this replica
     DEFAULT_CSS = """
     DetailScreen #evidence { height: auto; max-height: 14; padding: 0 1; background: $surface; }
@@ -105,7 +110,7 @@ class DetailScreen(Screen):
         self.last_view: ReplicaView | None = None
         self.gone_since: float | None = None  # the state time of the first refresh without it
         self.frozen_at: float | None = None  # the plots' time axis ends here (gone)
-        self._pts: list = []
+        self._pts: Sequence[tuple[float, ReplicaMetrics]] = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -170,7 +175,7 @@ class DetailScreen(Screen):
         if self._pts:
             self._draw(self._pts, state.ts)
 
-    def _draw(self, pts: list, now: float) -> None:
+    def _draw(self, pts: Sequence[tuple[float, ReplicaMetrics]], now: float) -> None:
         numbers = not self._plots_fit()
         self.set_class(numbers, "-numbers")
         if numbers:
@@ -205,7 +210,7 @@ def _n(v: float) -> str:
     return num(v, 0 if float(v).is_integer() or abs(v) >= 10 else 2)
 
 
-def numbers_text(pts: list, gone: bool) -> Text:
+def numbers_text(pts: Sequence[tuple[float, ReplicaMetrics]], gone: bool) -> Text:
     """The plots' series as numbers: the latest value, and min / max over the points shown."""
     span = pts[-1][0] - pts[0][0] if len(pts) > 1 else 0.0
     t = Text(f"{'last' if gone else 'now'}, min..max over {ago(span)} (too small for plots)\n", style="dim")

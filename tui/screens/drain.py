@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.text import Text
 from textual import work
@@ -27,6 +27,9 @@ from widgets.format import num, pct
 
 from .events import event_clock
 
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
+
 MARK = {"running": ("…", "cyan"), "ok": ("✔", "green"), "warn": ("!", "yellow"), "failed": ("✗", "bold red"),
         "cancelled": ("■", "yellow")}
 
@@ -42,6 +45,7 @@ def step_line(clock_ts: float, st: DrainStep) -> Text:
 
 
 class DrainScreen(Screen):
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     POLL_S = 2.0  # seconds between checks of the spare and of the target's load
 
     BINDINGS = bindings("drain")
@@ -101,14 +105,15 @@ class DrainScreen(Screen):
 
     def _show_load(self, state: FleetState | None = None) -> None:
         t = Text("target load (live metrics): ", style="bold")
-        cur = None
+        cur: tuple[float, ...] | None = None
         try:
-            cur = self.load()
+            got = self.load()
         except Exception:  # noqa: BLE001 - shown as unknown
-            cur = None
-        if asyncio.iscoroutine(cur):
-            cur.close()
-            cur = None
+            got = None
+        if asyncio.iscoroutine(got):
+            got.close()
+        elif isinstance(got, tuple):
+            cur = got
         if cur is None:
             t.append("unknown (no current scrape)", style="dim")
         else:
@@ -194,6 +199,8 @@ class DrainScreen(Screen):
     async def _restore(self) -> None:
         from .confirm import confirm_and_apply
 
+        if self.restore is None:
+            return
         owner, replicas = self.restore
         try:
             plan = await self.cluster.plan_restore(self.plan.target.namespace, owner, replicas)

@@ -10,7 +10,7 @@ with the new state.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
 from textual import on, work
@@ -31,6 +31,9 @@ from widgets.diff_view import DiffView, notes_text
 from widgets.footer import KvFooter
 from widgets.format import num, pct, rate
 
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
+
 
 NOTE_MIN = 30  # columns of help text beside a field, else it wraps below it
 
@@ -40,6 +43,7 @@ def _field_id(name: str) -> str:
 
 
 class EditArgsScreen(Screen):
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("editargs")  # tui/actions.py: cancel, review, reset, presets
     DEFAULT_CSS = """
     EditArgsScreen #edit-title { height: auto; padding: 0 1; background: $surface; }
@@ -148,8 +152,8 @@ class EditArgsScreen(Screen):
                     yield Static("", classes="note note-below", id=f"nb-{name}")
                     yield Static("", classes="err", id=f"e-{name}")
                 with Grid(id="edit-presets"):
-                    for p, _, key, label in self._presets():
-                        yield Button(f"{key} {label}", id=f"preset-{p.replace('.', '_')}", compact=True)
+                    for p, _, key, preset_label in self._presets():
+                        yield Button(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
             with Vertical(id="edit-side"):
                 with VerticalScroll(id="edit-diff-box"):
                     yield DiffView(self.app.palette() if hasattr(self.app, "palette") else None, id="edit-diff")
@@ -230,16 +234,17 @@ class EditArgsScreen(Screen):
         assert self.cmd is not None
         self.initial = {}
         for name in self.engine.editable:
-            val = self.cmd.values.get(name)
-            written = val is not None and not val.is_default
+            given = self.cmd.values.get(name)
+            val = given if given is not None and not given.is_default else None  # written in the spec
+            written = val is not None
             box = self.query_one("#" + _field_id(name), Input)
-            self.initial[name] = val.display() if written else ""
+            self.initial[name] = val.display() if val is not None else ""
             box.value = self.initial[name]
             default = A.eff_before(self.cmd, name, self.observed) if not written else None
             shown = A.format_value(default) if default is not None else ("(model)" if name in ("max-model-len", "context-length") else "none")
             box.placeholder = "" if written else "default " + shown
             box.disabled = False
-            if written:
+            if val is not None:
                 note = "env $" + val.env_var if val.env_var else "set in the " + ("script" if self.cmd.form == "shell" else "args")
             elif self.observed.get(name) is not None:
                 note = "not set; the engine reports " + A.format_value(self.observed[name])

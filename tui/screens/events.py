@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rich.text import Text
 from textual import work
@@ -17,6 +17,9 @@ from tui.core.textsafe import clean
 from widgets.footer import KvFooter
 from widgets.format import ago
 
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
+
 
 def event_clock(cluster: Cluster) -> Callable[[], float]:
     """What event times are measured against: the simulated clock in the demo, else wall time."""
@@ -24,6 +27,7 @@ def event_clock(cluster: Cluster) -> Callable[[], float]:
 
 
 class EventsScreen(Screen):
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("events")
     DEFAULT_CSS = """
     EventsScreen #events-title { height: 1; padding: 0 1; background: $surface; text-style: bold; }
@@ -43,7 +47,7 @@ class EventsScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="events-title")
-        table = DataTable(cursor_type="row", zebra_stripes=True, id="events-table")
+        table: DataTable[str | Text] = DataTable(cursor_type="row", zebra_stripes=True, id="events-table")
         yield table
         yield KvFooter()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import re
 
 from rich.text import Text
@@ -22,6 +24,9 @@ from widgets.header import FleetHeader, PressureBanner
 from widgets.verdict import colour_var, label
 
 from .mitigation import MitigationMixin
+
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
 
 SORTS = {
     "severity": lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name),
@@ -73,6 +78,7 @@ class ViewModes(Static):
 
 
 class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/mitigation.py
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("fleet")  # tui/actions.py: its own keys, mitigation, then t / g / c
 
     def __init__(self) -> None:
@@ -109,7 +115,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
             self.show_state(self.app.monitor.state)
 
     # -- drawing ----------------------------------------------------------------
-    def visible(self, state: FleetState) -> list[ReplicaView]:
+    def visible_rows(self, state: FleetState) -> list[ReplicaView]:
         rows = [v for v in state.replicas if match_filter(v, self.filter)]
         if self.faults_only:
             rows = [v for v in rows if v.verdict not in ("healthy", "unknown")]
@@ -133,8 +139,8 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         header.show(state)
         self.query_one(PressureBanner).show(state)
         table = self.query_one(FleetTable)
-        table.now, table.sort = state.ts, (self.sort, self.reverse)
-        table.show(self.visible(state))
+        table.now, table.sort_by = state.ts, (self.sort, self.reverse)
+        table.show(self.visible_rows(state))
         self._update_modes()
         self._update_strip()
 

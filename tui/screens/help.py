@@ -56,6 +56,3 @@ class HelpScreen(ModalScreen):
         with VerticalScroll():
             yield Static("[b]kvwatch keys[/b]  (esc closes)")
             yield Static(table)
-
-    def action_dismiss(self) -> None:
-        self.dismiss()

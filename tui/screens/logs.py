@@ -5,6 +5,8 @@ followed live (`space` pauses and resumes), with `p` for the previous (restarted
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import textwrap
 
 from rich.text import Text
@@ -19,6 +21,9 @@ from tui.core.cluster.base import Cluster, ClusterError, LogLines
 from tui.core.diagnosis.loglines import kind
 from tui.core.textsafe import clean
 from widgets.footer import KvFooter
+
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
 
 FOLLOW_EVERY_S = 2.0  # a live tail: re-read the log this often while following
 _STYLE = {"oom": "bold red", "engine-error": "red", "traceback": "red", "preemption": "bold yellow"}
@@ -51,6 +56,7 @@ def logs_text(logs: LogLines, width: int | None = None) -> Text:
 
 
 class LogsScreen(Screen):
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("logs")
     DEFAULT_CSS = """
     LogsScreen #logs-title { height: auto; padding: 0 1; background: $surface; text-style: bold; }
@@ -143,8 +149,8 @@ class LogsScreen(Screen):
             return  # paused meanwhile, or nothing new: leave the view (and the reader's scroll) alone
         self.logs, self.error = logs, error
         body = self.query_one("#logs-text", Static)
-        if self.error:
-            body.update(Text(clean(self.error), style="red"))
+        if self.error or self.logs is None:
+            body.update(Text(clean(self.error or "no logs read"), style="red"))
         else:
             body.update(logs_text(self.logs, self._width()))
         self._title()

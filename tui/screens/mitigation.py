@@ -12,6 +12,7 @@ worker -> flash; the cluster core writes the audit line.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from textual import work
@@ -20,12 +21,19 @@ from tui.actions import FLEET, actions_for
 from tui.command_line import PLACEHOLDER, SUGGESTIONS, parse_command
 from tui.contexts import ContextSwitcher
 from tui.core.results import ClusterError
-from tui.core.model import ReplicaView
+from tui.core.model import PodInfo, ReplicaView
 from tui.core.textsafe import clean
 from tui.gate import NEEDS, Gate
 
 if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from tui.app import KvwatchApp
     from tui.core.cluster.base import Cluster
+
+    _MixinBase = Screen[None]  # what the mixin is mixed into, for the type checker
+else:
+    _MixinBase = object
 
 __all__ = ["ACTION_OF_KEY", "DESCRIPTION", "KEY_OF", "NEEDS", "MitigationMixin", "live_load"]
 
@@ -62,9 +70,20 @@ def workload_scale_out(monitor: Any, group: str | None, now: float):
     return scale_out(reps, now, monitor.thresholds) if reps else None
 
 
-class MitigationMixin:
+@dataclass(frozen=True)
+class PodReplica:
+    """The selected replica once its pod is known: what the pod and owner actions act on."""
+
+    name: str
+    pod: PodInfo
+    group: str | None
+
+
+class MitigationMixin(_MixinBase):
     """Mixed into a Screen (before Screen): FleetScreen, TriageScreen. `selected_view()` says which
     replica the keys act on (the fleet table's highlighted row by default)."""
+
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
 
     # -- gate -----------------------------------------------------------------------------
     @property
@@ -140,7 +159,7 @@ class MitigationMixin:
         self._check_permissions()
 
     # -- targets ----------------------------------------------------------------------------
-    def _pod_target(self) -> tuple[Cluster, ReplicaView] | None:
+    def _pod_target(self) -> tuple[Cluster, PodReplica] | None:
         cluster = self.gate.cluster()
         v = self.selected_view()
         if cluster is None:
@@ -152,9 +171,9 @@ class MitigationMixin:
             self.app.notify(f"{clean(v.name)}: the cluster does not know this replica's pod", severity="warning",
                             timeout=5, markup=False)
             return None
-        return cluster, v
+        return cluster, PodReplica(v.name, v.pod, v.group)
 
-    def _owner_target(self) -> tuple[Cluster, ReplicaView, str, str] | None:
+    def _owner_target(self) -> tuple[Cluster, PodReplica, str, str] | None:
         t = self._pod_target()
         if t is None:
             return None
@@ -255,7 +274,7 @@ class MitigationMixin:
             self.open_rollout(cluster, *rollout)
 
     @work(group="mitigation", exit_on_error=False)
-    async def _scale(self, cluster: Cluster, v: ReplicaView, kind: str, name: str) -> None:
+    async def _scale(self, cluster: Cluster, v: PodReplica, kind: str, name: str) -> None:
         from .prompt import PromptScreen
 
         ns = v.pod.namespace
@@ -283,7 +302,7 @@ class MitigationMixin:
         self._plan_confirm_apply("scale", cluster, cluster.plan_scale(ns, name, replicas, kind), rollout=(ns, name, kind))
 
     @work(group="mitigation", exit_on_error=False)
-    async def _drain(self, cluster: Cluster, v: ReplicaView) -> None:
+    async def _drain(self, cluster: Cluster, v: PodReplica) -> None:
         from .confirm import ConfirmScreen
         from .drain import DrainScreen
 
@@ -339,7 +358,11 @@ class MitigationMixin:
             self.app.exit()
             return
         cluster = self.gate.cluster()
-        if cmd.needs_cluster and cluster is None:
+        if not cmd.needs_cluster:
+            self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :q)",
+                            severity="warning", timeout=5, markup=False)
+            return
+        if cluster is None:
             self.app.notify(f":{cmd.typed}: {self.gate.why_not('events')}", severity="warning", timeout=5, markup=False)
             return
         arg = cmd.arg
@@ -361,8 +384,5 @@ class MitigationMixin:
             self.open_rollout(cluster, self.gate.namespace(v), name, kind)
         elif cmd.name == "ctx":
             await self._switcher().context(cluster, arg)
-        elif cmd.name == "ns":
+        else:  # ns
             await self._switcher().namespace(cluster, arg)
-        else:
-            self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :q)",
-                            severity="warning", timeout=5, markup=False)

@@ -7,6 +7,8 @@ the conditions, the new and old ReplicaSets with their pods and args, and the el
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -18,6 +20,11 @@ from textual.widgets import Footer, Static
 from tui.core.cluster.base import Cluster, ClusterError, ReplicaSetInfo, RolloutStatus
 from tui.core.textsafe import clean
 from widgets.format import ago
+
+if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+
+    from tui.app import KvwatchApp
 
 STATE_STYLE = {"done": "bold green", "progressing": "bold cyan", "stuck": "bold yellow", "failed": "bold red",
                "unknown": "bold"}
@@ -88,6 +95,7 @@ def rollout_text(st: RolloutStatus, target: str, started_at: float | None = None
 
 
 class RolloutScreen(Screen):
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("rollout")
     DEFAULT_CSS = """
     RolloutScreen #rollout-body { height: 1fr; padding: 0 1; }
@@ -136,7 +144,7 @@ class RolloutScreen(Screen):
             self.error = None
             self.status = st
             if prev is not None and st.state != prev and st.state in ("done", "stuck", "failed"):
-                sev = {"done": "information", "stuck": "warning", "failed": "error"}[st.state]
+                sev: SeverityLevel = "information" if st.state == "done" else "warning" if st.state == "stuck" else "error"
                 self.app.notify(f"rollout {clean(self.target)}: {st.state}: {clean(st.reason)}", severity=sev,
                                 timeout=8, markup=False)
         self.polls += 1

@@ -14,7 +14,7 @@ edit form pre-filled with the runbook's or the capacity planner's values.
 from __future__ import annotations
 
 import time
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
 from textual import work
@@ -35,6 +35,9 @@ from widgets.format import ago, asciify
 
 from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
 from .mitigation import MitigationMixin, workload_scale_out
+
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
 
 MODES = ("triage", "runbook", "capacity")
 MODE_TITLE = {"triage": "triage", "runbook": "runbook", "capacity": "capacity"}
@@ -81,6 +84,7 @@ def edit_screen(cluster: Any, namespace: str, name: str, kind: str, replica: str
 
 
 class TriageScreen(MitigationMixin, Screen):
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("triage")  # tui/actions.py: back, t / g / c, f, the one-replica mitigation keys
     DEFAULT_CSS = """
     TriageScreen #diag-head { height: auto; padding: 0 1; background: $surface; }
@@ -178,7 +182,10 @@ class TriageScreen(MitigationMixin, Screen):
 
     def compute(self, view: ReplicaView, now: float) -> Text:
         """The active view's report, from the history up to `now` and the cluster facts."""
-        h = self.app.monitor.replica_snapshot(self.replica).history  # read by the pure reports only
+        snap = self.app.monitor.replica_snapshot(self.replica)
+        if snap is None:  # forgotten since the screen opened (a deleted pod)
+            return Text(f"{self.replica}: no longer watched", style="dim")
+        h = snap.history  # read by the pure reports only
         t = self.app.monitor.thresholds
         pal = self.app.palette()
         f = self.facts

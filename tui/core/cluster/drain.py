@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, AsyncGenerator, Awaitable, Callable
 
 from .values import ActionPlan, ActionResult, ClusterError, DrainStep, LoadFn
 
@@ -34,7 +34,7 @@ async def drain(
     spare_timeout_s: float = 900.0,
     idle_timeout_s: float = 300.0,
     poll_s: float = 2.0,
-) -> AsyncIterator[DrainStep]:
+) -> AsyncGenerator[DrainStep, None]:
     """Spare up, take the target out of rotation, wait for it to go idle, delete it.
 
     Yields a DrainStep as each step starts and ends. `load()` returns the target's live
@@ -88,7 +88,7 @@ async def _run(
     spare_timeout_s: float,
     idle_timeout_s: float,
     poll_s: float,
-) -> AsyncIterator[DrainStep]:
+) -> AsyncGenerator[DrainStep, None]:
     ns, pod = plan.target.namespace, plan.target.name
     owner = plan.data.get("owner")
     original = plan.data.get("replicas")

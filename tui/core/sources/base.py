@@ -25,7 +25,11 @@ class Source(Protocol):
     auth failure against Prometheus), with a message meant for the user.
     """
 
-    description: str  # for the header: "demo: 4 simulated replicas", "prometheus http://..."
+    @property
+    def description(self) -> str:
+        """For the header: "demo: 4 simulated replicas", "prometheus http://..." (read-only here:
+        sources keep it as a plain attribute or compute it)."""
+        ...
 
     async def start(self) -> None: ...
 

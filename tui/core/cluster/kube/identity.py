@@ -6,7 +6,7 @@ cluster's name, whatever credentials it holds).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from typing import Any, AsyncGenerator
 
 from ..values import ActionPlan, ActionResult, ClusterError, sanitize
 from .transport import KubeTransport
@@ -60,7 +60,7 @@ class KubeIdentity(KubeTransport):
         await self.whoami()
         return await super().apply_confirmed(plan)
 
-    async def drain(self, plan: ActionPlan, load: Any, **kw: Any) -> AsyncIterator[Any]:  # type: ignore[override]
+    async def drain(self, plan: ActionPlan, load: Any, **kw: Any) -> AsyncGenerator[Any, None]:  # type: ignore[override]
         await self.whoami()
         inner = super().drain(plan, load, **kw)
         try:

@@ -46,7 +46,7 @@ class Check:
     status: str  # pass / fail / warn / info / skip
     detail: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "status": self.status, "detail": self.detail}
 
 
@@ -67,7 +67,7 @@ class WorkloadAudit:
     def ref(self) -> str:
         return f"{self.kind}/{self.namespace}/{self.name}" if self.namespace else f"{self.kind}/{self.name}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "namespace": self.namespace, "name": self.name, "container": self.container,
                 "failed": self.failed, "error": self.error, "checks": [c.as_dict() for c in self.checks]}
 
@@ -222,7 +222,7 @@ def _concurrency(cmd: VllmCommand, ann: Mapping[str, str], hints: CapacityHints,
 def _features(cmd: VllmCommand, long_ctx: bool) -> Check:
     pc, cp = cmd.values.get("enable-prefix-caching"), cmd.values.get("enable-chunked-prefill")
 
-    def show(v, name) -> str:
+    def show(v: Any, name: str) -> str:
         if v is None:
             return f"{name} unknown"
         state = "on" if v.value else "off"

@@ -199,7 +199,7 @@ class _Reader:
             line = self.lines.get(key_path[:-1])
         self.problems.append(ConfigProblem(str(self.path), line, f"{'.'.join(key_path)}: {message}"))
 
-    def scalars(self, table: Mapping[str, Any], spec: dict, prefix: tuple[str, ...]) -> dict[str, Any]:
+    def scalars(self, table: Mapping[str, Any], spec: dict[str, Any], prefix: tuple[str, ...]) -> dict[str, Any]:
         out = {}
         for k, v in table.items():
             if k not in spec:
@@ -214,7 +214,7 @@ class _Reader:
             out[k] = float(v) if float in types else v
         return out
 
-    def unknown(self, table: Mapping[str, Any], known, prefix: tuple[str, ...]) -> None:
+    def unknown(self, table: Mapping[str, Any], known: Any, prefix: tuple[str, ...]) -> None:
         for k in table:
             if k not in known:
                 self.bad(prefix + (k,), f"unknown key (known: {', '.join(sorted(known))})")

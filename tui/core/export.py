@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 
 from . import engines
@@ -12,13 +14,13 @@ from .model import STALE, FleetState, ReplicaView
 from .textsafe import redact
 
 
-def _num(v):
+def _num(v: Any) -> Any:
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
         return None
     return round(v, 6) if isinstance(v, float) else v
 
 
-def replica_json(r: ReplicaView, now: float | None = None) -> dict:
+def replica_json(r: ReplicaView, now: float | None = None) -> dict[str, Any]:
     m = r.metrics
     pod = r.pod
     out = {
@@ -51,5 +53,5 @@ def replica_json(r: ReplicaView, now: float | None = None) -> dict:
     return out
 
 
-def fleet_json(state: FleetState) -> dict:
+def fleet_json(state: FleetState) -> dict[str, Any]:
     return {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}

@@ -12,7 +12,7 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, fields, replace
 from itertools import islice
-from typing import Iterable
+from typing import Any, Iterable
 
 from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape
 from .pointlog import PointLog, ScrapeView, minus_packed, pack_hists
@@ -90,7 +90,7 @@ class _WindowRows:
         self.hists.append(hists)
         self.gaps.append(gaps)
 
-    def values(self, a: int, b: int, i: int) -> array:
+    def values(self, a: int, b: int, i: int) -> array[Any]:
         """Value i of rows a..b."""
         return self.rows[a * _STRIDE + i:(b + 1) * _STRIDE:_STRIDE]
 
@@ -118,7 +118,7 @@ class ReplicaHistory:
         self.points = PointLog(maxlen, POINTS_KEPT)
         # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
         # reads all of them for every replica.
-        self._spark: dict[str, deque] = {k: deque(maxlen=min(maxlen, SPARK_POINTS)) for k in SERIES}
+        self._spark: dict[str, deque[Any]] = {k: deque(maxlen=min(maxlen, SPARK_POINTS)) for k in SERIES}
         self.windows = windows or Windows()
         self.last_ok: Scrape | None = None
         self.first_error_ts: float | None = None  # start of the current run of failures
@@ -133,7 +133,7 @@ class ReplicaHistory:
         self._recent = _WindowRows()
         # per window value: (last value seen, its running reset-adjusted sum, None values seen)
         # (a list of lists, not a tuple: the replay controller's clone copies lists, shares tuples)
-        self._run: list[list] = [[None] * _NVALS, [0.0] * _NVALS, [0] * _NVALS]
+        self._run: list[list[Any]] = [[None] * _NVALS, [0.0] * _NVALS, [0] * _NVALS]
 
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 # The verdicts and their severity order live in the registry; re-exported for the screens.
 from .verdicts import SEVERITY as SEVERITY, VERDICTS as VERDICTS  # re-exported
@@ -225,7 +225,7 @@ class GpuSample:
     @property
     def worst(self) -> GpuDevice | None:
         """The device to show for the group: a faulty one first, then the fullest memory."""
-        def rank(d: GpuDevice) -> tuple:
+        def rank(d: GpuDevice) -> tuple[Any, ...]:
             fault = bool(d.throttle_reasons) or bool(d.ecc_uncorrected) or bool(d.xid_errors)
             return (fault, d.memory_pct or 0.0, d.compute_pct or 0.0)
 
@@ -284,7 +284,7 @@ class Evidence:
     crossed: bool
     text: str  # one human line, e.g. "KV usage 0.97 >= 0.90"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "signal": self.signal,
             "value": self.value,
@@ -374,7 +374,7 @@ class FleetState:
     source: str  # what is being watched, for the header
     replicas: tuple[ReplicaView, ...]
     # fleet-level queue / latency alarms (diagnosis.alarm.Alarm), most recent refresh
-    alarms: tuple = ()
+    alarms: tuple[Any, ...] = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

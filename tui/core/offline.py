@@ -9,7 +9,7 @@ the recorder writes one poll's scrapes together, and a replica seen again starts
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from .diagnosis import Thresholds
 from .history import Windows
@@ -35,7 +35,7 @@ class ReplicaTimeline:
     scrapes: int = 0
     failed: int = 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "since": self.since,
@@ -57,7 +57,7 @@ class OfflineResult:
     problems: list[LogProblem] = field(default_factory=list)
     scrapes: int = 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "replicas": {n: r.as_dict() for n, r in sorted(self.replicas.items())},
             "problems": [str(p) for p in self.problems],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import gc
 
@@ -16,7 +18,7 @@ def tune_gc() -> None:
 
 
 @functools.cache
-def _malloc_trim():
+def _malloc_trim() -> Any:
     """glibc's malloc_trim from the C library the interpreter runs on; None where there is none
     (musl, macOS, Windows)."""
     import ctypes

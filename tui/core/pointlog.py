@@ -35,7 +35,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Callable, Iterator, SupportsIndex
 
 from .model import AtLeast, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape
 
@@ -104,7 +104,7 @@ class _Layout:
 
     __slots__ = ("key", "names", "bounds", "at", "ncounts")
 
-    def __init__(self, key: tuple) -> None:
+    def __init__(self, key: tuple[Any, ...]) -> None:
         self.key = key
         self.names = tuple(n for n, _ in key)
         self.bounds = tuple(b for _, b in key)
@@ -116,15 +116,15 @@ class _Layout:
             o += len(bounds)
         self.ncounts = o
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[tuple[Any, ...]], _Layout], tuple[tuple[Any, ...]]]:
         return (_layout, (self.key,))
 
 
-_LAYOUTS: dict[tuple, _Layout] = {}
-_BY_IDS: dict[tuple, _Layout] = {}  # (name, id(bounds)) -> layout; checked by identity on use
+_LAYOUTS: dict[tuple[Any, ...], _Layout] = {}
+_BY_IDS: dict[tuple[Any, ...], _Layout] = {}  # (name, id(bounds)) -> layout; checked by identity on use
 
 
-def _layout(key: tuple) -> _Layout:
+def _layout(key: tuple[Any, ...]) -> _Layout:
     layout = _LAYOUTS.get(key)
     if layout is None:
         if len(_LAYOUTS) > 1000:
@@ -134,7 +134,7 @@ def _layout(key: tuple) -> _Layout:
     return layout
 
 
-class Packed(array):
+class Packed(array[Any]):
     """Histograms in one array: the bucket counts of each, then the (sum, count) pair of each as
     doubles. The counts are whole numbers on every real page, so the array is of 32-bit
     unsigned integers (exact, half a double's size; each pair then takes four of them): a real
@@ -146,13 +146,13 @@ class Packed(array):
     __slots__ = ("layout",)
 
     # (array's own copy and pickle would make a plain array, without the layout)
-    def __reduce_ex__(self, protocol):
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
         return (_packed, (self.typecode, self.tobytes(), self.layout))
 
     def __copy__(self) -> Packed:
         return _packed(self.typecode, self.tobytes(), self.layout)
 
-    def __deepcopy__(self, memo) -> Packed:
+    def __deepcopy__(self, memo: Any) -> Packed:
         return self.__copy__()
 
     def pair(self, j: int) -> tuple[float, float]:
@@ -256,12 +256,12 @@ class _Ring:
     def slot(self, i: int) -> int:
         return (self.head + i) % self.cap
 
-    def get(self, i: int) -> tuple:
+    def get(self, i: int) -> tuple[Any, ...]:
         s = self.slot(i)
         return (self.ts[s], self.seq[s], self.m[s * _STRIDE:(s + 1) * _STRIDE], self.none[s], self.ints[s],
                 self.v[s * _VSTRIDE:(s + 1) * _VSTRIDE], self.side[s])
 
-    def push(self, row: tuple) -> tuple | None:
+    def push(self, row: tuple[Any, ...]) -> tuple[Any, ...] | None:
         """Add `row` as the newest; the oldest row when one made way, else None."""
         if self.cap <= 0:
             return row
@@ -382,7 +382,7 @@ def hists_of(side: Any) -> Packed | None:
     return side.hists if isinstance(side, _Extra) else None
 
 
-class PointLog(Sequence):
+class PointLog(Sequence[Any]):
     __slots__ = ("maxlen", "keep", "every", "_recent", "_fine", "_coarse", "_odd", "_seq", "_meta", "_thin_seq")
 
     def __init__(self, maxlen: int, keep: int = 16, fine: int = FINE_POINTS, every: int = COARSE_EVERY,
@@ -432,7 +432,7 @@ class PointLog(Sequence):
         else:
             self._odd.pop(out[1], None)
 
-    def drop_hists(self, before_ts: float, keep) -> None:
+    def drop_hists(self, before_ts: float, keep: Callable[[float, int], bool]) -> None:
         """Forget the window histograms of the points older than `before_ts`, except where
         `keep(ts, seq)` says to keep them (the baselines); each point is visited once."""
         f, rec = self._fine, self._recent
@@ -504,7 +504,7 @@ class PointLog(Sequence):
     def __len__(self) -> int:
         return self._coarse.n + self._fine.n + len(self._recent)
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         n = len(self)
@@ -540,29 +540,29 @@ class PointLog(Sequence):
             yield ts
 
 
-class _Empty(Mapping):
+class _Empty(Mapping[str, Any]):
     """The one read-only empty mapping rebuilt scrapes share; pickles as itself."""
 
     __slots__ = ()
 
-    def __getitem__(self, key: str):
+    def __getitem__(self, key: str) -> Any:
         raise KeyError(key)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(())
 
     def __len__(self) -> int:
         return 0
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[], Mapping[str, Any]], tuple[()]]:
         return (_empty, ())
 
 
-def _empty() -> Mapping:
+def _empty() -> Mapping[str, Any]:
     return _EMPTY
 
 
-_EMPTY: Mapping = _Empty()
+_EMPTY: Mapping[str, Any] = _Empty()
 
 
 def rebuild(ts: float, v: Sequence[float], side: Any, gauges: dict[str, float | None]) -> Scrape:
@@ -585,7 +585,7 @@ def rebuild(ts: float, v: Sequence[float], side: Any, gauges: dict[str, float | 
                   derived=_EMPTY)
 
 
-class ScrapeView(Sequence):
+class ScrapeView(Sequence[Any]):
     """`ReplicaHistory.scrapes`: the successful scrapes behind the points, oldest first; the
     newest is the scrape itself, older ones rebuilt from their packed rows on each read."""
 
@@ -605,7 +605,7 @@ class ScrapeView(Sequence):
                 return last
         return rebuild(*self._log.row(i))
 
-    def __getitem__(self, i):
+    def __getitem__(self, i: Any) -> Any:
         if isinstance(i, slice):
             return [self._get(j) for j in range(*i.indices(len(self)))]
         n = len(self)

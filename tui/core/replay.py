@@ -28,7 +28,7 @@ from .pointlog import PointLog
 from .sources.replay import ReplaySource
 
 
-def _key(mon: Monitor) -> tuple:
+def _key(mon: Monitor) -> tuple[Any, ...]:
     return (mon.thresholds, mon.windows, mon.history_len)
 
 

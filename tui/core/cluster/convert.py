@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ..model import PodInfo
 from . import args as A
@@ -38,11 +38,11 @@ def ts(value: str | None) -> float | None:
         return None
 
 
-def containers_of(pod_spec: Mapping[str, Any]) -> list[dict]:
+def containers_of(pod_spec: Mapping[str, Any]) -> list[dict[str, Any]]:
     return list((pod_spec or {}).get("containers") or [])
 
 
-def vllm_index(containers: list[Mapping[str, Any]], name: str | None = None) -> int | None:
+def vllm_index(containers: Sequence[Mapping[str, Any]], name: str | None = None) -> int | None:
     found = A.find_vllm_container(containers, name)
     return found[0] if found else None
 

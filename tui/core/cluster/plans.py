@@ -44,6 +44,7 @@ from .pod_plans import (  # noqa: F401 - re-exported: callers import these from 
 )
 from .values import (
     CHANGE_CAUSE_ANNOTATION,
+    PlanFlags,
     PREVIOUS_ARGS_ANNOTATION,
     RESTARTED_AT_ANNOTATION,
     REVISION_ANNOTATION,
@@ -74,7 +75,7 @@ def build_edit_plan(
     meta = dep.get("metadata") or {}
     ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
     target = Target(kind, ns, name)
-    flags = {"requires_typed_name": requires_typed_name, "readonly": readonly, "context": context}
+    flags: PlanFlags = {"requires_typed_name": requires_typed_name, "readonly": readonly, "context": context}
     containers = containers_of(((dep.get("spec") or {}).get("template") or {}).get("spec") or {})
     idx = vllm_index(containers, container)
     if idx is None:
@@ -116,7 +117,7 @@ def build_edit_plan(
         new_val = rw.container.get(fld)
         if fld == "env":
             old_env = c.get("env") or []
-            for j, (o, n) in enumerate(zip(old_env, new_val, strict=False)):
+            for j, (o, n) in enumerate(zip(old_env, new_val or [], strict=False)):
                 if o != n:
                     ops.append({"op": "test", "path": f"{base}/env/{j}/name", "value": o.get("name")})
                     ops.append({"op": "test", "path": f"{base}/env/{j}/value", "value": o.get("value")})
@@ -167,7 +168,7 @@ def build_rollback_plan(
     """kubectl rollout undo, client side: the previous ReplicaSet's template patched back."""
     meta = dep.get("metadata") or {}
     target = Target("Deployment", str(meta.get("namespace") or ""), str(meta.get("name") or ""))
-    flags = {"requires_typed_name": requires_typed_name, "readonly": readonly, "context": context}
+    flags: PlanFlags = {"requires_typed_name": requires_typed_name, "readonly": readonly, "context": context}
     template = (dep.get("spec") or {}).get("template") or {}
     ann = meta.get("annotations") or {}
     cur_rev = int(ann.get(REVISION_ANNOTATION, 0) or 0)

@@ -32,7 +32,8 @@ def statefulset_rollout(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]
     update_rev = str(st.get("updateRevision") or "")
     refs = tuple(pod_ref(p) for p in pods)
     rs = ReplicaSetInfo(update_rev, 0, info.replicas, info.ready, info.available, refs)
-    out = lambda state, reason: _status(state, reason, info, rs)  # noqa: E731
+    def out(state: str, reason: str) -> RolloutStatus:
+        return _status(state, reason, info, rs)
     old = sorted((p for p in pods if (p.get("metadata", {}).get("labels") or {}).get(STS_REVISION_LABEL) != update_rev
                   and not (p.get("metadata") or {}).get("deletionTimestamp")), key=lambda p: str(p["metadata"]["name"]))
     # rollout_status.go: "rollout status is only available for RollingUpdate strategy type"
@@ -72,7 +73,8 @@ def statefulset_rollout(sts: Mapping[str, Any], pods: Sequence[Mapping[str, Any]
 def daemonset_rollout(ds: Mapping[str, Any]) -> RolloutStatus:
     info = deployment_info(ds, "DaemonSet")
     spec, st = ds.get("spec") or {}, ds.get("status") or {}
-    out = lambda state, reason: _status(state, reason, info)  # noqa: E731
+    def out(state: str, reason: str) -> RolloutStatus:
+        return _status(state, reason, info)
     if (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") != "RollingUpdate":
         return out("unknown", "rollout status is only available for the RollingUpdate strategy type (kubectl)")
     if info.generation > int(st.get("observedGeneration") or 0):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import KW_ONLY, dataclass, field
 from fnmatch import fnmatch
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, TypedDict
 
 from ..results import ActionResult, ClusterError  # noqa: F401 - re-exported: the cluster's API
 from ..model import PodInfo
@@ -157,6 +157,14 @@ class EditArgsRequest:
     kv_bytes_token: float | None = None
     generation: str = "v1"
     observed: Mapping[str, Any] | None = None
+
+
+class PlanFlags(TypedDict):
+    """The flags every plan builder passes through to its ActionPlan."""
+
+    requires_typed_name: bool
+    readonly: bool
+    context: str
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 from ..history import ReplicaHistory
 from ..model import AtLeast, FleetState, seconds_text
@@ -33,14 +33,14 @@ class Alarm:
     text: str
     since: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"replica": self.replica, "kinds": list(self.kinds), "text": self.text, "since": self.since}
 
 
 @dataclass(slots=True)
 class _Replica:
-    waits: deque = field(default_factory=deque)  # calm scrapes' waiting
-    ttfts: deque = field(default_factory=deque)  # calm scrapes' TTFT p95
+    waits: deque[Any] = field(default_factory=deque)  # calm scrapes' waiting
+    ttfts: deque[Any] = field(default_factory=deque)  # calm scrapes' TTFT p95
     base_wait: float | None = None
     base_ttft: float | None = None
     on_since: float | None = None
@@ -49,7 +49,7 @@ class _Replica:
     last_ts: float | None = None
 
 
-def _median(xs) -> float | None:
+def _median(xs: Sequence[float]) -> float | None:
     s = sorted(xs)
     return s[len(s) // 2] if s else None
 

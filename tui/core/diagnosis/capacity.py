@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 from ..engines.vllm import DTYPE_BYTES
 from ..engines.vllm import ENGINE as VLLM
@@ -50,7 +50,7 @@ class ModelArch:
     mla: bool = False  # DeepSeek-style latent attention: the simple formula does not apply
 
 
-def arch_from_config(cfg: Mapping) -> ModelArch:
+def arch_from_config(cfg: Mapping[str, Any]) -> ModelArch:
     """ModelArch from a Hugging Face config.json dict; ValueError says which field is missing."""
     if not isinstance(cfg, Mapping):
         raise ValueError("model config: expected a JSON object")
@@ -60,7 +60,7 @@ def arch_from_config(cfg: Mapping) -> ModelArch:
             inner.setdefault(k, cfg.get(k))
         cfg = inner
 
-    def first(*keys):
+    def first(*keys: str) -> int | None:
         for k in keys:
             v = cfg.get(k)
             if isinstance(v, int) and not isinstance(v, bool) and v > 0:
@@ -145,7 +145,7 @@ class CapacityPlan:
     notes: tuple[str, ...] = ()
     suggest: Mapping[str, str] = field(default_factory=dict)  # edit-form pre-fill: flag -> value
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, tuple) else v)
                 for k in self.__slots__ for v in (getattr(self, k),)}
 

@@ -34,6 +34,8 @@ advanced by the one thread that ingests into it, so no lock guards them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import functools
 import math
 from collections import deque
@@ -42,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from .. import engines
 from ..history import ReplicaHistory
 from .. import verdicts as V
-from ..model import DOWN, Evidence, Finding, GpuSample, ReplicaMetrics
+from ..model import DOWN, Evidence, Finding, GpuSample, ReplicaMetrics, Scrape
 from .signals import Point, make_point
 from .starting import starting
 from .thresholds import Thresholds
@@ -84,7 +86,7 @@ def cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit:
     return Evidence(signal, value, thr, op, crossed, text + (f" ({note})" if note else ""))
 
 
-def info(signal: str, value, text: str) -> Evidence:
+def info(signal: str, value: Any, text: str) -> Evidence:
     return Evidence(signal, value, None, "info", False, text)
 
 
@@ -377,7 +379,7 @@ class _Tracker:
     t: Thresholds
     gap_s: float = 15.0  # a gap this long (and 3 scrape intervals) between successful scrapes
     # is an outage: the verdict starts afresh
-    tail: deque = field(default_factory=lambda: deque(maxlen=_TAIL))
+    tail: deque[Any] = field(default_factory=lambda: deque(maxlen=_TAIL))
     last_point: object = None  # the history's (ts, metrics) tuple last consumed (by identity)
     n: int = 0
     state: str = V.UNKNOWN
@@ -387,7 +389,7 @@ class _Tracker:
     cand_n: int = 0
     last: tuple[str, list[Evidence], list[str]] | None = None  # raw classification of the last point
 
-    def advance(self, scrape, point_tuple) -> None:
+    def advance(self, scrape: Scrape, point_tuple: Any) -> None:
         ts, m = point_tuple
         prev = self.tail[-1] if self.tail else None
         if prev is not None and ts <= prev.ts:

@@ -67,7 +67,7 @@ class ArgChange:
 
     @property
     def line(self) -> str:
-        def show(v):
+        def show(v: Any) -> str:
             return "(default)" if v is None else str(v)
 
         return f"--{self.flag}: {show(self.before)} -> {show(self.after)}" + (f"  ({self.why})" if self.why else "")
@@ -121,7 +121,7 @@ class Step:
     details: tuple[str, ...] = ()  # e.g. the rollout diff
     suggest: Mapping[str, str] = field(default_factory=dict)  # edit-form pre-fill: flag -> value
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "status": self.status, "answer": self.answer,
                 "action": self.action, "action_label": self.action_label, "discouraged": self.discouraged,
                 "evidence": [e.as_dict() for e in self.evidence], "details": list(self.details),
@@ -163,7 +163,7 @@ class Runbook:
     def step(self, sid: str) -> Step | None:
         return next((s for s in self.steps if s.id == sid), None)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         v = self.verification
         return {
             "replica": self.replica, "ts": self.ts, "verdict": self.finding.verdict, "current": self.current,

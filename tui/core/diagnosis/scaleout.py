@@ -59,7 +59,7 @@ def _rates(h: ReplicaHistory, now: float, window_s: float) -> _Rates | None:
     if done is None:
         return None
 
-    def load(s) -> float | None:
+    def load(s: Scrape) -> float | None:
         r, w = s.sample.value("running"), s.sample.value("waiting")
         return None if r is None and w is None else (r or 0.0) + (w or 0.0)
 

@@ -8,6 +8,8 @@ within two scrape intervals.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, fields, replace
 
 
@@ -77,7 +79,7 @@ class Thresholds:
     def names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
 
-    def with_overrides(self, **kw) -> "Thresholds":
+    def with_overrides(self, **kw: Any) -> "Thresholds":
         """A copy with some fields replaced; unknown names or wrong types raise ValueError."""
         known = {f.name: f for f in fields(self)}
         clean = {}

@@ -50,7 +50,7 @@ class TriageItem:
     evidence: tuple[Evidence, ...] = ()
     details: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"step": self.step, "key": self.key, "title": self.title, "status": self.status,
                 "summary": self.summary, "evidence": [e.as_dict() for e in self.evidence],
                 "details": list(self.details)}
@@ -72,7 +72,7 @@ class TriageReport:
     def item(self, key: str) -> TriageItem | None:
         return next((i for i in self.items if i.key == key), None)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"replica": self.replica, "ts": self.ts, "verdict": self.verdict, "since": self.finding.since,
                 "summary": self.finding.summary, "stage": self.stage,
                 "evidence": [e.as_dict() for e in self.finding.evidence],
@@ -82,7 +82,7 @@ class TriageReport:
 # -- helpers --------------------------------------------------------------------------------------
 
 
-def _get(obj: Any, key: str, default=None):
+def _get(obj: Any, key: str, default: Any = None) -> Any:
     if isinstance(obj, Mapping):
         return obj.get(key, default)
     return getattr(obj, key, default)

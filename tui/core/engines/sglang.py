@@ -19,6 +19,8 @@ max-running-requests, max-total-tokens): the note on each flag says so.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from ..metrics.extract import _unlabelled
 from ..metrics.parser import Page, histogram_series, parse
 from ..model import EngineSample, Histogram, Sample
@@ -73,7 +75,7 @@ def _wanted() -> frozenset[str]:
 WANTED = _wanted()
 
 
-def _rank(labels) -> str:
+def _rank(labels: Mapping[str, str]) -> str:
     return labels.get(RANK, "")
 
 
@@ -81,7 +83,7 @@ def _histograms(page: Page, base: str) -> dict[str, Histogram]:
     """One Histogram per dp rank; series of one rank that differ otherwise are added up
     (tokenizer workers each count their own requests)."""
     bucket_name, sum_name, count_name = histogram_series(base)
-    series: dict[tuple, dict[float, float]] = {}
+    series: dict[tuple[Any, ...], dict[float, float]] = {}
     for labels, v in page.get(bucket_name):
         ident, bound = labels.hist_key()
         if bound is not None:

@@ -7,7 +7,7 @@ expose stays absent (None / missing key), never 0: renamed and removed names are
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..model import EngineSample, GpuDevice, GpuSample, Histogram, Sample
 from . import names
@@ -193,12 +193,12 @@ def to_sample(page: Page) -> Sample:
     )
 
 
-def _engine_order(eng: str) -> tuple:
+def _engine_order(eng: str) -> tuple[Any, ...]:
     return (0, int(eng), "") if eng.isdigit() else (1, 0, eng)
 
 
 def _bound_engines(values: dict[str, dict[str, float]], hists: dict[str, dict[str, Histogram]],
-                   summed: frozenset[str]) -> tuple[dict, dict]:
+                   summed: frozenset[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     """The first MAX_ENGINES - 1 engines (in engine order) and one aggregate of the others:
     sums for counts, the worst for ratios, histograms added, so pod-level values are unchanged."""
     order = sorted(values, key=_engine_order)
@@ -273,21 +273,21 @@ def _histograms(page: Page, base: str) -> dict[str, Histogram]:
 
 
 # (ident, engine, bounds, row index per bound, the +Inf row); index -1: +Inf taken from _count
-_Plan = list[tuple[tuple, str, tuple[float, ...], tuple[int, ...], int]]
+_Plan = list[tuple[tuple[Any, ...], str, tuple[float, ...], tuple[int, ...], int]]
 # Which bucket row goes where depends only on the rows' label sets, and parsed label sets are
 # shared between pages (parser's series cache): every scrape of every replica of one model
 # repeats the same list, so the layout is worked out once and reused while the labels match.
 _PLANS: dict[tuple[str, int, int], tuple[list[Labels], _Plan]] = {}
 
 
-def _bucket_plan(bucket_name: str, rows: list) -> _Plan:
+def _bucket_plan(bucket_name: str, rows: list[Any]) -> _Plan:
     labels = [r[0] for r in rows]
     key = (bucket_name, len(labels), id(labels[0]))
     hit = _PLANS.get(key)
     if hit is not None and hit[0] == labels:
         return hit[1]
     # series identity (labels without le) -> {le bound: row index}; a repeated row: the last
-    by_ident: dict[tuple, dict[float, int]] = {}
+    by_ident: dict[tuple[Any, ...], dict[float, int]] = {}
     for j, lab in enumerate(labels):
         ident, bound = lab.hist_key()
         if bound is None or ("server" in lab and _is_router(lab)):
@@ -399,8 +399,8 @@ def to_gpu(
     return GpuSample(devices=tuple(devices), source=source, join=join)
 
 
-def _device_order(meta: dict[tuple[str, str], Labels]):
-    def order(key: tuple[str, str]) -> tuple:
+def _device_order(meta: dict[tuple[str, str], Labels]) -> Any:
+    def order(key: tuple[str, str]) -> tuple[Any, ...]:
         gpu = meta[key].get("gpu", "")
         return (0, int(gpu), key[1]) if gpu.isdigit() else (1, gpu, key[1])
 

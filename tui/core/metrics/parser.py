@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Collection, Iterable
+from typing import Any, Collection, Iterable, NoReturn
 
 __all__ = [
     "Labels",
@@ -33,12 +33,12 @@ __all__ = [
 ]
 
 
-class Labels(dict):
+class Labels(dict[str, Any]):
     """A read-only label set. Parsed label sets are shared between pages, so never mutate one."""
 
     __slots__ = ("_hist",)
 
-    def _readonly(self, *args, **kwargs):
+    def _readonly(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("parsed label sets are shared and read-only; copy with dict(labels)")
 
     __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
@@ -47,7 +47,7 @@ class Labels(dict):
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(frozenset(self.items()))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Labels], tuple[dict[str, str]]]:
         return (Labels, (dict(self),))  # pickle/copy without going through __setitem__
 
     def hist_key(self) -> tuple[tuple[tuple[str, str], ...], float | None]:

@@ -13,7 +13,7 @@ import json
 import math
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from .. import engines
 from ..metrics.parser import not_metrics_reason
@@ -57,7 +57,7 @@ class _ReadState:
         self.gave_up = False
 
 
-def _salvage(d, buf: bytes) -> tuple[bytes, int]:
+def _salvage(d: Any, buf: bytes) -> tuple[bytes, int]:
     """What `buf` decodes to before the corrupt byte (fed one byte at a time to a copy of the
     decompressor, so nothing decoded before the damage is lost), and how many bytes of `buf`
     were accepted."""
@@ -167,7 +167,7 @@ def iter_lines(path: str, problem: Callable[[int, str], None],
 # -- records -----------------------------------------------------------------------------------
 
 
-def _num(obj: dict, key: str, where: str, notes: list[str]) -> float | None:
+def _num(obj: dict[str, Any], key: str, where: str, notes: list[str]) -> float | None:
     v = obj.get(key)
     if v is None:
         return None
@@ -177,7 +177,7 @@ def _num(obj: dict, key: str, where: str, notes: list[str]) -> float | None:
     return float(v)
 
 
-def _device(obj: dict, index: str, where: str, notes: list[str]) -> GpuDevice:
+def _device(obj: dict[str, Any], index: str, where: str, notes: list[str]) -> GpuDevice:
     tr = obj.get("throttle_reasons") or []
     if not isinstance(tr, list) or not all(isinstance(x, str) for x in tr):
         notes.append(f"{where}.throttle_reasons: expected a list of names (ignored)")
@@ -196,7 +196,7 @@ def _device(obj: dict, index: str, where: str, notes: list[str]) -> GpuDevice:
     )
 
 
-def _gpu(obj, notes: list[str]) -> GpuSample | None:
+def _gpu(obj: Any, notes: list[str]) -> GpuSample | None:
     if obj is None:
         return None
     if not isinstance(obj, dict):
@@ -211,7 +211,7 @@ def _gpu(obj, notes: list[str]) -> GpuSample | None:
     return GpuSample(devices=devices, source=src if isinstance(src, str) else "record", join="record")
 
 
-def _pod(obj, replica: str, notes: list[str]) -> PodInfo | None:
+def _pod(obj: Any, replica: str, notes: list[str]) -> PodInfo | None:
     if obj is None:
         return None
     if not isinstance(obj, dict):
@@ -236,7 +236,7 @@ def _pod(obj, replica: str, notes: list[str]) -> PodInfo | None:
     )
 
 
-def record_to_scrape(obj, keep_raw: bool = False, notes: list[str] | None = None) -> Scrape:
+def record_to_scrape(obj: Any, keep_raw: bool = False, notes: list[str] | None = None) -> Scrape:
     """One parsed JSON object -> Scrape; LogFormatError when it is not a scrape record.
     `notes` collects problems with optional fields that were ignored."""
     notes = notes if notes is not None else []

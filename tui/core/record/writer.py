@@ -22,7 +22,7 @@ import gzip
 import json
 import math
 import os
-from typing import IO, Iterable
+from typing import Any, IO, Iterable
 
 from ..model import GpuDevice, GpuSample, PodInfo, Scrape
 from ..textsafe import redact
@@ -32,8 +32,8 @@ DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 DEFAULT_ROTATE = 3
 
 
-def _gpu_device(d: GpuDevice) -> dict:
-    out: dict = {}
+def _gpu_device(d: GpuDevice) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     if d.memory_used_bytes is not None:
         out["memory_used_bytes"] = d.memory_used_bytes
     if d.memory_total_bytes is not None:
@@ -53,7 +53,7 @@ def _gpu_device(d: GpuDevice) -> dict:
     return out
 
 
-def gpu_record(g: GpuSample) -> dict:
+def gpu_record(g: GpuSample) -> dict[str, Any]:
     """The `gpu` object: the replica's worst device (by memory %) on top, all devices below."""
     if not g.devices:
         return {}
@@ -74,8 +74,8 @@ def gpu_record(g: GpuSample) -> dict:
     return top
 
 
-def pod_record(p: PodInfo) -> dict:
-    out: dict = {"restarts": p.restarts}
+def pod_record(p: PodInfo) -> dict[str, Any]:
+    out: dict[str, Any] = {"restarts": p.restarts}
     if p.last_termination_reason is not None:
         out["last_termination_reason"] = p.last_termination_reason
     if p.last_exit_code is not None:
@@ -87,9 +87,9 @@ def pod_record(p: PodInfo) -> dict:
     return out
 
 
-def scrape_record(s: Scrape) -> dict:
+def scrape_record(s: Scrape) -> dict[str, Any]:
     """The log object for one scrape."""
-    rec: dict = {"ts": s.ts, "replica": s.replica}
+    rec: dict[str, Any] = {"ts": s.ts, "replica": s.replica}
     if s.ok:
         rec["metrics"] = s.raw if s.raw is not None else render_sample(s.sample)
     else:
@@ -199,11 +199,11 @@ class Recorder:
     def __enter__(self) -> "Recorder":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def _clean(v):
+def _clean(v: Any) -> Any:
     """NaN / Inf are not JSON: a value the source could not measure is written as null."""
     if isinstance(v, float):
         return v if math.isfinite(v) else None
@@ -214,7 +214,7 @@ def _clean(v):
     return v
 
 
-def _jsonable(v):
+def _jsonable(v: Any) -> Any:
     if isinstance(v, (set, frozenset, tuple)):
         return list(v)
     return str(v)

@@ -6,6 +6,8 @@ shared/reference/engine-args.md), and `resolved()` does the same here.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import asdict, dataclass, fields, replace
 
 from ..engines.vllm import KV_CACHE_DTYPES
@@ -99,5 +101,5 @@ class EngineArgs:
                 out += [flag, str(v)]
         return out
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from typing import Callable
+from typing import Any, Callable
 
 from . import buckets as B
 from .args import EngineArgs
@@ -78,7 +78,7 @@ class Engine:
         self.sum_off = 0
         self.heap: list[tuple[int, int]] = []  # (finish step, rid), stale entries skipped
         # prefix cache: id -> [blocks, refs, last_used]; evictable blocks count as free
-        self.prefixes: dict[int, list] = {}
+        self.prefixes: dict[int, list[Any]] = {}
         self.evictable = 0
         self.slowdown = 1.0  # > 1 while the GPU throttles
         self._grown = False  # decoders got this step's blocks (preemption must free them too)

@@ -10,7 +10,7 @@ numbers.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable
+from typing import Any, Callable
 
 from . import buckets as B
 from . import sglang_page
@@ -56,7 +56,7 @@ def header(name: str, help_: str, typ: str) -> str:
 
 
 # (canonical hist key on the engine, exposed base name, HELP, V1 bounds, V0 bounds or None if V1-only)
-def _hist_specs(tok: tuple[int, ...]) -> list[tuple[str, str, str, tuple, tuple | None]]:
+def _hist_specs(tok: tuple[int, ...]) -> list[tuple[str, str, str, tuple[Any, ...], tuple[Any, ...] | None]]:
     return [
         ("prompt_len", "vllm:request_prompt_tokens", "Number of prefill tokens processed.", tok, tok),
         ("gen_len", "vllm:request_generation_tokens", "Number of generation tokens processed.", tok, tok),

@@ -9,6 +9,8 @@ is thread-safe behind one lock. Without `start()` the fleet can be stepped synch
 
 from __future__ import annotations
 
+from typing import Any, Callable, Coroutine
+
 import asyncio
 import random
 import sys
@@ -98,7 +100,7 @@ class SimFleet:
         self._served: dict[str, _Served] = {}
         self._nodes: dict[str, Node] = {}
         self._groups: dict[str, _Group] = {}
-        self._replacing: list[list] = []  # [old, new, grace_s, drain_since or None]
+        self._replacing: list[list[Any]] = []  # [old, new, grace_s, drain_since or None]
         self._faults_applied: set[int] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -263,7 +265,7 @@ class SimFleet:
             self._loop.create_task(s.server.stop())
 
     # -- HTTP -------------------------------------------------------------------------
-    def _route_fn(self, s: _Served):
+    def _route_fn(self, s: _Served) -> Callable[[str], tuple[int, str, bytes]]:
         def route(path: str) -> tuple[int, str, bytes]:
             with self._lock:
                 r = s.replica
@@ -350,10 +352,10 @@ class SimFleet:
     def __enter__(self) -> "SimFleet":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _on_loop(self, coro) -> None:
+    def _on_loop(self, coro: Coroutine[Any, Any, Any]) -> None:
         """Run a coroutine on the fleet loop from another thread and wait for it."""
         if self._loop is None:
             coro.close()

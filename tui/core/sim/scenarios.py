@@ -8,7 +8,7 @@ the total over the replicas in rotation, so adding or draining replicas shifts t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .args import EngineArgs
 from .workload import Shape
@@ -165,7 +165,7 @@ def throttled_node() -> Scenario:
                     faults=(NodeFault(1, 60.0, throttle_mask=HW_THERMAL, slowdown=1.5),))
 
 
-def _doc(fn: Callable) -> str:
+def _doc(fn: Callable[..., Any]) -> str:
     return " ".join((fn.__doc__ or "").split())
 
 

@@ -10,7 +10,7 @@ rank); the tokenizer's histograms carry `model_name` only, as one tokenizer serv
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Any, TYPE_CHECKING, Callable
 
 from . import buckets as B
 from .engine import Engine
@@ -29,7 +29,7 @@ _HISTS = (
 
 
 def render(r: "Replica", gostr: Callable[[float], str], header: Callable[[str, str, str], str],
-           labels: Callable[[dict], str]) -> str:
+           labels: Callable[[dict[str, Any]], str]) -> str:
     """The replica's `sglang:` families (empty before its engines start)."""
     if not r.engines:
         return ""

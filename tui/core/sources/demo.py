@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from ..model import Scrape
 from .direct import DirectSource, Target
 
 if TYPE_CHECKING:  # the demo's cluster: a source never imports the cluster package at run time
@@ -43,7 +44,7 @@ class DemoSource:
         out, self._removed = self._removed, set()
         return out
 
-    async def poll(self):
+    async def poll(self) -> list[Scrape]:
         pods = {p.name: p for p in await self.cluster.list_pods()}
         targets = [t for t in self.fleet.targets() if t.metrics_url and t.name in pods]
         self._direct.set_targets(Target(t.name, t.metrics_url, gpu_url=t.gpu_url or None, group=t.group) for t in targets)

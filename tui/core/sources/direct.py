@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from http.cookiejar import CookieJar
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import engines
@@ -32,6 +32,8 @@ from .http1 import BodyTooLarge, Http1Client, HttpError
 
 if TYPE_CHECKING:
     import httpx
+
+_T = TypeVar("_T")
 
 ACCEPT = "text/plain;version=0.0.4"  # not OpenMetrics: the 0.0.4 text is what the parser reads
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
@@ -88,7 +90,7 @@ def human_bytes(n: int) -> str:
 class _NoCookies(CookieJar):
     """Metrics endpoints set no cookies worth keeping; skip httpx's per-response cookie parsing."""
 
-    def extract_cookies(self, response, request) -> None:  # noqa: ARG002
+    def extract_cookies(self, response: Any, request: Any) -> None:  # noqa: ARG002
         return None
 
 
@@ -167,8 +169,8 @@ class DirectSource:
         self._fixed_description = description
         # At most one request in flight per replica (and per GPU page): a scrape that outlives
         # a poll keeps running and is collected by a later poll, never started twice.
-        self._inflight: dict[str, tuple[asyncio.Task, float]] = {}  # target name -> (its scrape, asked at)
-        self._inflight_gpu: dict[str, asyncio.Task] = {}  # GPU URL -> its fetch
+        self._inflight: dict[str, tuple[asyncio.Task[Any], float]] = {}  # target name -> (its scrape, asked at)
+        self._inflight_gpu: dict[str, asyncio.Task[Any]] = {}  # GPU URL -> its fetch
         self._pending: dict[str, float] = {}  # target name -> start ts of a scrape not yet answered
         # How long a poll waits for answers before it publishes what arrived (`pace`); None
         # waits for every answer (each is bounded by the timeout), as a one-shot caller expects.
@@ -317,7 +319,7 @@ class DirectSource:
             except Exception:  # noqa: BLE001 - closing a broken client must not fail a poll
                 pass
 
-    async def _guarded(self, coro):
+    async def _guarded(self, coro: Awaitable[_T]) -> tuple[_T | None, str | None]:
         """Run with the per-target deadline; returns (result, error reason)."""
         try:
             async with asyncio.timeout(self.timeout):
@@ -393,7 +395,7 @@ class DirectSource:
             e = self._gpu_clients[url] = self._new_endpoint(url)
         return parse_dcgm(await self._fetch(e))
 
-    def _gpu_task(self, url: str) -> asyncio.Task:
+    def _gpu_task(self, url: str) -> asyncio.Task[Any]:
         """The node's exporter page, fetched and parsed once for every replica on it that asks
         while it is in flight (replicas of one node share the page)."""
         task = self._inflight_gpu.get(url)
@@ -426,7 +428,7 @@ class DirectSource:
             latency_s=latency,
         )
 
-    async def _gpu(self, t: Target, task: asyncio.Task) -> GpuSample | None:
+    async def _gpu(self, t: Target, task: asyncio.Task[Any]) -> GpuSample | None:
         # A GPU endpoint failure leaves gpu None; it never fails the replica. shield: one
         # replica's scrape being cancelled must not cancel the page its node-mates wait for.
         page, error = await asyncio.shield(task)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from typing import Callable
+from typing import Any, Callable
 from urllib.parse import urljoin, urlsplit
 
 MAX_REDIRECTS = 10
@@ -44,7 +44,7 @@ class Response:
 class _Conn:
     __slots__ = ("reader", "writer", "key", "used")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, key: tuple) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, key: tuple[Any, ...]) -> None:
         self.reader, self.writer, self.key, self.used = reader, writer, key, False
 
     def close(self) -> None:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
-from typing import TYPE_CHECKING, AsyncIterator, Callable, Protocol
+from functools import partial
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable, Protocol
 
 from .. import engines
 from ..metrics.parser import not_metrics_reason
@@ -66,7 +67,7 @@ class ClusterSource:
         # opt-in: nvidia-smi inside each pod (the runbooks' method) when no exporter exists; it
         # rate-limits itself, runs in the background and never delays a poll
         self.gpu_exec = gpu_exec
-        self._gpu_tasks: dict[str, asyncio.Task] = {}
+        self._gpu_tasks: dict[str, asyncio.Task[Any]] = {}
         self.namespace = namespace
         self.selector = selector
         self.timeout = timeout
@@ -77,7 +78,7 @@ class ClusterSource:
         self.last_error: str | None = None
         self._removed: set[str] = set()
         self._synced = asyncio.Event()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._direct: DirectSource | None = None
         self._budget: RequestBudget | None = None
         self._started: dict[str, float] = {}  # replica key -> when its last proxied scrape was sent (monotonic)
@@ -160,7 +161,7 @@ class ClusterSource:
 
     def _with_gpu(self, s: Scrape) -> Scrape:
         pod = s.pod
-        if pod is None or not s.ok or s.gpu is not None:
+        if pod is None or not s.ok or s.gpu is not None or self.gpu_exec is None:
             return s
         task = self._gpu_tasks.get(s.replica)
         if task is None or task.done():
@@ -190,24 +191,24 @@ class ClusterSource:
 
     async def _scrape_now(self, pod: PodInfo, ts: float) -> Scrape:
         t0 = time.perf_counter()
-        base = {"ts": ts, "replica": self.key(pod), "pod": pod, "group": pod.owner_name}
+        made = partial(Scrape, ts=ts, replica=self.key(pod), pod=pod, group=pod.owner_name)
         try:
             async with asyncio.timeout(self.timeout):
                 text = await self.cluster.fetch_metrics(pod, self.timeout)
         except TimeoutError:
-            return Scrape(**base, error=f"timeout after {float(self.timeout)}s", latency_s=time.perf_counter() - t0)
+            return made(error=f"timeout after {float(self.timeout)}s", latency_s=time.perf_counter() - t0)
         except ClusterError as e:
-            return Scrape(**base, error=e.message, latency_s=time.perf_counter() - t0)
+            return made(error=e.message, latency_s=time.perf_counter() - t0)
         latency = time.perf_counter() - t0
         reason = not_metrics_reason(text)
         if reason is not None:
-            return Scrape(**base, error=reason, latency_s=latency)
+            return made(error=reason, latency_s=latency)
         sample, bad = engines.read_page(text)
         if bad is not None:  # as the direct source: only an engine-less page keeps its text
             raw = text if self.keep_raw and bad == engines.NO_ENGINE_METRICS else None
-            return Scrape(**base, error=bad, raw=raw, latency_s=latency)
+            return made(error=bad, raw=raw, latency_s=latency)
         raw = text if self.keep_raw else None
-        return Scrape(**base, sample=sample, raw=raw, latency_s=latency)
+        return made(sample=sample, raw=raw, latency_s=latency)
 
     async def close(self) -> None:
         for t in self._gpu_tasks.values():

@@ -6,6 +6,8 @@ termination reason and the owner, and the cluster behind it makes the mitigation
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import replace
 
 from ..model import Scrape
@@ -28,7 +30,7 @@ class PrometheusWithCluster:
         await self.prom.start()
         await self.pods.start()  # only its pod watch is used: Prometheus does the scraping
 
-    async def backfill(self, **kw) -> list[Scrape]:
+    async def backfill(self, **kw: Any) -> list[Scrape]:
         return [self._join(s) for s in await self.prom.backfill(**kw)]
 
     async def poll(self) -> list[Scrape]:

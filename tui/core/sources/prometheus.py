@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from ..history import SERIES, SPARK_POINTS
 from ..model import Scrape
@@ -84,7 +84,7 @@ class PrometheusSource:
         self._last_seen: dict[str, float] = {}  # replica -> last poll time it had series
         self._emitted: dict[str, float] = {}  # replica -> Prometheus scrape time last returned
         self.quantiles_every_s = quantiles_every_s
-        self._quantile_task: asyncio.Task | None = None
+        self._quantile_task: asyncio.Task[Any] | None = None
         self._quantiles: dict[Key, dict[str, float]] = {}
         self._quantiles_at = -1e18
         self._quantile_warnings: tuple[str, ...] = ()
@@ -270,7 +270,7 @@ class PrometheusSource:
         grouped = group_scalars_range(scalars)
         all_keys: set[Key] = {k for reps in grouped.values() for k in reps}
         self._naming.observe(all_keys)
-        gpus_at: dict[float, dict] = {}
+        gpus_at: dict[float, dict[str, Any]] = {}
         if gpu and not isinstance(gpu, BaseException):
             gpus_at = dcgm.join_range(gpu, pod_labels(all_keys, self._naming), self._allocations([]))
         out: list[Scrape] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from ..metrics import names
 from ..metrics.extract import V0_MARKERS, V1_MARKERS
@@ -92,7 +92,7 @@ def _classify(labels: Mapping[str, str]) -> _Info | None:
     return (key, eng_key, name, alias[0], alias[1], labels.get("model_name"))
 
 
-def _accumulate(out: dict[Key, _Replica], tagged: list, info: _Info, v: float) -> None:
+def _accumulate(out: dict[Key, _Replica], tagged: list[Any], info: _Info, v: float) -> None:
     if v != v:
         return
     key, eng_key, name, slot, rank, model = info
@@ -122,7 +122,7 @@ def _accumulate(out: dict[Key, _Replica], tagged: list, info: _Info, v: float) -
         ev[slot] = (rank, v)
 
 
-def _finish(out: dict[Key, _Replica], tagged: list) -> dict[Key, _Replica]:
+def _finish(out: dict[Key, _Replica], tagged: list[Any]) -> dict[Key, _Replica]:
     for key, tag, v in tagged:
         r = out.get(key)
         if r is None:
@@ -137,7 +137,7 @@ def _finish(out: dict[Key, _Replica], tagged: list) -> dict[Key, _Replica]:
 def group_scalars(series: Iterable[Series]) -> dict[Key, _Replica]:
     """Raw gauge/counter series -> per replica, per engine canonical values (alias order kept)."""
     out: dict[Key, _Replica] = {}
-    tagged: list = []
+    tagged: list[Any] = []
     for s in series:
         info = _classify(s.labels)
         if info is not None:
@@ -147,7 +147,7 @@ def group_scalars(series: Iterable[Series]) -> dict[Key, _Replica]:
 
 def group_scalars_range(series: Iterable[Series]) -> dict[float, dict[Key, _Replica]]:
     """A range result of the scalars query -> timestamp -> what group_scalars gives for it."""
-    per_ts: dict[float, tuple[dict[Key, _Replica], list]] = {}
+    per_ts: dict[float, tuple[dict[Key, _Replica], list[Any]]] = {}
     for s in series:
         info = _classify(s.labels)
         if info is None:

@@ -57,7 +57,7 @@ class ReplaySource:
         self._checkpoint_key: Any = None
 
     @classmethod
-    def open(cls, path: str | Path, speed: float = 1.0, **kw) -> "ReplaySource":
+    def open(cls, path: str | Path, speed: float = 1.0, **kw: Any) -> "ReplaySource":
         """Read a scrape log (plain or gzip, cut last line tolerated). OSError if unreadable."""
         problems: list[LogProblem] = []
         scrapes = list(read_log(str(path), problems.append))

@@ -71,7 +71,7 @@ class VllmCommand:
         return _engines.get(self.engine)
 
     @property
-    def specs(self):
+    def specs(self) -> Any:
         """The flags of this command's engine, by canonical name."""
         return self.eng.arg_specs
 

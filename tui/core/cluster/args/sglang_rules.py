@@ -54,7 +54,7 @@ def relations(eff: Mapping[str, Any], typed: Mapping[str, Any], errors: dict[str
         warnings.append("page size / KV dtype / memory fraction changes resize the token pool: check the preflight")
 
 
-def preset(before, key: str) -> dict[str, Any]:
+def preset(before: Mapping[str, Any], key: str) -> dict[str, Any]:
     """The change set of one preset; `before(name)` is the flag's effective value now."""
     if key not in PRESETS:
         raise ArgError(f"unknown preset {key!r}; known: {', '.join(PRESETS)}")
@@ -86,7 +86,7 @@ GiB = 1024**3
 Verdict = tuple[str, tuple[str, ...], "int | None", "int | None"]  # status, messages, pool now, pool after
 
 
-def preflight(before, changes: Mapping[str, Any], cache_config: Mapping[str, Any] | None,
+def preflight(before: Mapping[str, Any], changes: Mapping[str, Any], cache_config: Mapping[str, Any] | None,
               gpu_total_bytes: float | None, kv_bytes_token: float | None) -> Verdict:
     """Will one full-length request still fit SGLang's token pool after the change?
 

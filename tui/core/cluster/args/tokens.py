@@ -101,7 +101,7 @@ def _shell_split(script: str) -> list[tuple[str, int, int, bool] | None]:
     return out
 
 
-def _env_map(container: Mapping[str, Any]) -> dict[str, dict]:
+def _env_map(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     return {e.get("name"): e for e in container.get("env") or () if isinstance(e, Mapping) and e.get("name")}
 
 
@@ -121,7 +121,7 @@ def _env_ref(text: str, tok: _Tok | None) -> tuple[str, str | None] | None:
     return None
 
 
-def _resolve(text: str, tok: _Tok | None, env: Mapping[str, dict]) -> tuple[str | None, str | None, str]:
+def _resolve(text: str, tok: _Tok | None, env: Mapping[str, dict[str, Any]]) -> tuple[str | None, str | None, str]:
     """(resolved text or None, env var name or None, note)."""
     ref = _env_ref(text, tok)
     if ref is None:

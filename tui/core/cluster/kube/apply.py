@@ -50,7 +50,7 @@ class KubeApply(KubeTransport):
             except ClusterError as e:
                 if e.status != 429:
                     return e.result(f"evict {t}: ")
-                labels: dict = {}
+                labels: dict[str, Any] = {}
                 try:
                     labels = ((await self._call(self.core.read_namespaced_pod, t.name, t.namespace)).get("metadata") or {}).get("labels") or {}
                 except ClusterError:
@@ -59,7 +59,7 @@ class KubeApply(KubeTransport):
                 return ActionResult(False, blocked_message(found[0] if found else None), 429, {"kind": "pdb-blocked", "budgets": [str(b) for b in found]})
         return ActionResult(True, f"evicted pod/{t.name} (grace period {plan.data.get('grace_s')}s)", 201)
 
-    async def _patch(self, plan: ActionPlan, fn: Callable, name: str, namespace: str) -> ActionResult:
+    async def _patch(self, plan: ActionPlan, fn: Callable[..., Any], name: str, namespace: str) -> ActionResult:
         ctype = JSON_PATCH if plan.patch_type == "json" else MERGE_PATCH
         try:
             await self._call(fn, name, namespace, plan.patch, dry_run="All", _content_type=ctype)

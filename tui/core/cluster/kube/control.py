@@ -28,7 +28,7 @@ class KubeControl(KubeTransport):
             cache[name] = getattr(client, name)(self.api)
         return cache[name]
 
-    async def _get_owner(self, namespace: str, ref: Mapping[str, Any]) -> dict | None:
+    async def _get_owner(self, namespace: str, ref: Mapping[str, Any]) -> dict[str, Any] | None:
         """The object an ownerReference names, or None when it cannot be read (a CRD not served)."""
         kind, name = ref.get("kind"), ref.get("name")
         try:
@@ -59,7 +59,7 @@ class KubeControl(KubeTransport):
                 break
         return out
 
-    async def hpas_for(self, namespace: str, kind: str, name: str) -> list[dict]:
+    async def hpas_for(self, namespace: str, kind: str, name: str) -> list[dict[str, Any]]:
         """HorizontalPodAutoscalers whose scaleTargetRef is this workload."""
         try:
             data = await self._call(self._api("AutoscalingV2Api").list_namespaced_horizontal_pod_autoscaler, namespace)
@@ -68,13 +68,13 @@ class KubeControl(KubeTransport):
         return [h for h in data.get("items") or [] if ((h.get("spec") or {}).get("scaleTargetRef") or {}).get("kind") == kind
                 and ((h.get("spec") or {}).get("scaleTargetRef") or {}).get("name") == name]
 
-    async def managed_by(self, namespace: str, kind: str, obj: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[dict]]:
+    async def managed_by(self, namespace: str, kind: str, obj: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
         """The controllers above a workload that re-apply it, and the HPAs that scale it."""
         chain = [c for c in await self.owner_chain(namespace, obj) if c[0] in REAPPLYING]
         name = str((obj.get("metadata") or {}).get("name") or "")
         return chain, await self.hpas_for(namespace, kind, name)
 
-    async def pod_controller(self, namespace: str, pod: Mapping[str, Any]) -> tuple[str | None, dict | None]:
+    async def pod_controller(self, namespace: str, pod: Mapping[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
         """The pod's workload: ("Deployment", dep) through its ReplicaSet, ("StatefulSet", sts), or
         (kind, None) for another owner; the selector that must keep matching comes from the
         nearest controller (a ReplicaSet's includes pod-template-hash)."""
@@ -97,7 +97,7 @@ class KubeControl(KubeTransport):
         """Services and InferencePools (when the CRD is served) that select these labels, and notes."""
         notes: list[str] = []
         svcs = await self._call(self.core.list_namespaced_service, namespace)
-        pools: list[dict] = []
+        pools: list[dict[str, Any]] = []
         for group, version in POOL_VERSIONS:
             try:
                 data = await self._call(self._api("CustomObjectsApi").list_namespaced_custom_object, group, version, namespace, "inferencepools")

@@ -165,7 +165,7 @@ class KubePlans(KubeControl):
             # pkg/registry/core/pod/storage/eviction.go: more than one PDB -> the eviction fails (500)
             errors.append(f"{len(budgets)} PodDisruptionBudgets select {pod} ({', '.join(b.name for b in budgets)}): the Eviction API refuses such a pod")
         chain: list[tuple[str, str]] = []
-        hpas: list[dict] = []
+        hpas: list[dict[str, Any]] = []
         if ctl is not None:
             chain, hpas = await self.managed_by(namespace, kind or "", ctl)
         owner = (ctl.get("metadata") or {}).get("name") if kind == "Deployment" and ctl else None

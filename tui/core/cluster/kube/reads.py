@@ -98,7 +98,7 @@ class KubeReads(KubeTransport):
         data = await self._call(self.apps.list_namespaced_deployment, self._ns(namespace))
         return [deployment_info(d) for d in data.get("items") or []]
 
-    async def _replica_sets(self, dep: Mapping[str, Any]) -> list[dict]:
+    async def _replica_sets(self, dep: Mapping[str, Any]) -> list[dict[str, Any]]:
         meta = dep.get("metadata") or {}
         sel = selector_string(((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})
         data = await self._call(self.apps.list_namespaced_replica_set, meta.get("namespace"), label_selector=sel)
@@ -159,7 +159,7 @@ class KubeReads(KubeTransport):
             st = dataclasses.replace(st, reason=f"paused (kubectl rollout resume continues it): {st.reason}")
         return st
 
-    def _sts_status(self, sts: Mapping[str, Any], info: DeploymentInfo, pods: list[dict]) -> RolloutStatus:
+    def _sts_status(self, sts: Mapping[str, Any], info: DeploymentInfo, pods: list[dict[str, Any]]) -> RolloutStatus:
         return statefulset_rollout(sts, pods)
 
     async def _log_lines(
@@ -240,7 +240,7 @@ class KubeReads(KubeTransport):
         Read-only: mutating actions are denied without asking the API server."""
         ns = self._ns(namespace)
 
-        def refused(action: str, verbs: tuple) -> bool:
+        def refused(action: str, verbs: tuple[Any, ...]) -> bool:
             return self.readonly and (action in MUTATING_ACTIONS or any(v[0] in WRITE_VERBS for v in verbs))
 
         checks: dict[tuple[str, str, str, str], Permission] = {}

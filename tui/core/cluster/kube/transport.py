@@ -212,7 +212,7 @@ class KubeTransport(Cluster):
             proxy_concurrency=self.proxy_concurrency,
         )
 
-    def _sync(self, fn: Callable[..., Any], args: tuple, kw: dict, text: bool = False) -> Any:
+    def _sync(self, fn: Callable[..., Any], args: tuple[Any, ...], kw: dict[str, Any], text: bool = False) -> Any:
         kw.setdefault("_request_timeout", self.request_timeout)
         name = getattr(fn, "__name__", "")
         if name.startswith(WRITE_PREFIXES) and "review" not in name:  # reviews persist nothing
@@ -239,13 +239,13 @@ class KubeTransport(Cluster):
         except ValueError:
             raise ClusterError("server", "API server sent a response that is not JSON") from None
 
-    def _list_sync(self, fn: Callable[..., Any], args: tuple = (), kw: dict | None = None) -> dict:
+    def _list_sync(self, fn: Callable[..., Any], args: tuple[Any, ...] = (), kw: dict[str, Any] | None = None) -> dict[str, Any]:
         """A whole list in pages of `LIST_PAGE` (`limit` / `continue`), each page its own request
         with its own timeout; a continue token that expired (410) restarts the list once."""
         # k8s.io/apimachinery pkg/apis/meta/v1/types.go ListOptions.Limit/Continue; kubectl and client-go's pager
         # (k8s.io/client-go/tools/pager/pager.go) page at 500 and fall back to a full list on 410 Expired
         for attempt in (0, 1):
-            items: list = []
+            items: list[Any] = []
             token: str | None = None
             try:
                 while True:
@@ -263,7 +263,7 @@ class KubeTransport(Cluster):
                     raise
         raise AssertionError("unreachable")
 
-    async def _list(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> dict:
+    async def _list(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> dict[str, Any]:
         return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(self._list_sync, fn, args, kw))
 
     async def _call(self, fn: Callable[..., Any], *args: Any, _text: bool = False, _pool: ThreadPoolExecutor | None = None, **kw: Any) -> Any:
@@ -273,7 +273,7 @@ class KubeTransport(Cluster):
     def _ns(self, namespace: str | None) -> str:
         return namespace or self.namespace or "default"
 
-    def _workload(self, kind: str) -> tuple[Callable, Callable, Callable, Callable]:
+    def _workload(self, kind: str) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., Any], Callable[..., Any]]:
         if kind == "Deployment":
             return (
                 self.apps.read_namespaced_deployment,
@@ -290,7 +290,7 @@ class KubeTransport(Cluster):
             )
         raise ClusterError("bad-input", f"kvwatch manages Deployments and StatefulSets, not {kind}")
 
-    async def _read_workload(self, namespace: str, name: str, kind: str) -> dict:
+    async def _read_workload(self, namespace: str, name: str, kind: str) -> dict[str, Any]:
         return await self._call(self._workload(kind)[0], name, namespace)
 
     # ---- pod discovery, shared by the list and the watch ----

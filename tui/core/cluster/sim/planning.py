@@ -82,7 +82,7 @@ class SimPlans(SimState):
                for rev in sorted(latest.values(), key=lambda r: r.number)]
         return dep, rss
 
-    def _pod_template(self, d, rev: SimRevision, hashed: bool = False) -> dict[str, Any]:
+    def _pod_template(self, d: Any, rev: SimRevision, hashed: bool = False) -> dict[str, Any]:
         meta: dict[str, Any] = {"labels": {"app": d.name, **({HASH_LABEL: f"r{rev.number}"} if hashed else {})}}
         if rev.restarted_at:
             meta["annotations"] = {"kubectl.kubernetes.io/restartedAt": rev.restarted_at}

@@ -129,7 +129,7 @@ class SimState(Cluster):
             d.desired += 1
             self._pod_key[name] = d.current.key
             self._known.add(name)
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[Any] | None = None
 
     @property
     def stepped(self) -> bool:

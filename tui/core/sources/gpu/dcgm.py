@@ -16,7 +16,7 @@ The join used is recorded in GpuSample.join so the screen can say how a GPU row 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from ...metrics import names
 from ...metrics.extract import to_gpu
@@ -115,7 +115,7 @@ def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str | None:
 
 def index_devices(series: Iterable[tuple[dict[str, str], float]]) -> list[DeviceRows]:
     """Group (labels, value) rows by GPU. Rows without a known metric name are ignored."""
-    devs: dict[tuple, DeviceRows] = {}
+    devs: dict[tuple[Any, ...], DeviceRows] = {}
     for labels, value in series:
         name = labels.get("__name__", "")
         if name in names.DCGM:
@@ -149,7 +149,7 @@ def index_devices(series: Iterable[tuple[dict[str, str], float]]) -> list[Device
 
 def to_sample(devs: list[DeviceRows], join: str) -> GpuSample | None:
     """One replica's devices as a GpuSample (NVIDIA through the shared DCGM page mapping)."""
-    nvidia: dict[str, list] = {}
+    nvidia: dict[str, list[Any]] = {}
     out: list[GpuDevice] = []
     for d in devs:
         if d.vendor == "nvidia":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 
 class LibrarySampler:
@@ -26,7 +26,7 @@ class LibrarySampler:
             pass
         self._lib = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self.open()
         return self
 

@@ -113,17 +113,22 @@ def _explicit(cmd: VllmCommand, name: str, title: str) -> Check:
     return Check(f"{name}-set", title, PASS, f"--{name} {v.display()}{where}")
 
 
+def _mapping(v: Any) -> Mapping[str, Any]:
+    """A manifest field that should be a mapping; anything else reads as empty."""
+    return v if isinstance(v, Mapping) else {}
+
+
 def audit_workload(obj: Mapping[str, Any], t: Thresholds | None = None, hints: CapacityHints | None = None,
                    container: str | None = None) -> WorkloadAudit:
     """Audit one Deployment / StatefulSet manifest (the Kubernetes JSON / YAML shape as a dict)."""
     t = t or Thresholds()
     hints = hints or CapacityHints()
     kind = str(obj.get("kind") or "Deployment")
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), Mapping) else {}
+    meta = _mapping(obj.get("metadata"))
     name, ns = clean(meta.get("name") or "?"), clean(meta.get("namespace") or "")
-    spec = obj.get("spec") if isinstance(obj.get("spec"), Mapping) else {}
-    tmpl = spec.get("template") if isinstance(spec.get("template"), Mapping) else {}
-    pod_spec = tmpl.get("spec") if isinstance(tmpl.get("spec"), Mapping) else {}
+    spec = _mapping(obj.get("spec"))
+    tmpl = _mapping(spec.get("template"))
+    pod_spec = _mapping(tmpl.get("spec"))
     containers = [c for c in pod_spec.get("containers") or [] if isinstance(c, Mapping)]
     if not containers:
         return WorkloadAudit(kind, ns, name, error="no containers in the pod template")
@@ -205,7 +210,7 @@ def _concurrency(cmd: VllmCommand, ann: Mapping[str, str], hints: CapacityHints,
     if per is None and inp and out:
         per, basis = inp + out, f"documented limits {inp:,} in + {out:,} out"
     worst = per is None
-    if worst:
+    if per is None:
         if not isinstance(mml, int):
             return Check("concurrency-fits", title, SKIP,
                          "request size unknown: document max-input/max-output tokens or set --max-model-len")
@@ -236,7 +241,8 @@ def _features(cmd: VllmCommand, long_ctx: bool) -> Check:
 
 
 def _documented(ann: Mapping[str, str]) -> Check:
-    have, lack = [], []
+    have: list[str] = []
+    lack: list[str] = []
     for what, keys in _DOC_KEYS.items():
         hit = _annotation(ann, keys)
         (have if hit else lack).append(f"{what} ({clean(hit[0])}={clean(hit[1])[:40]})" if hit else what)
@@ -315,7 +321,7 @@ def fetch_workloads(api_client: Any, namespace: str | None, selector: str | None
     from kubernetes import client
 
     apps = client.AppsV1Api(api_client)
-    kw = {"label_selector": selector} if selector else {}
+    kw: dict[str, Any] = {"label_selector": selector} if selector else {}
     out: list[Mapping[str, Any]] = []
     for kind, ns_fn, all_fn in (
         ("Deployment", apps.list_namespaced_deployment, apps.list_deployment_for_all_namespaces),

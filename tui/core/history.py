@@ -15,7 +15,7 @@ from itertools import islice
 from typing import Any, Iterable
 
 from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape
-from .pointlog import PointLog, ScrapeView, minus_packed, pack_hists
+from .pointlog import Packed, PointLog, ScrapeView, minus_packed, pack_hists
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
 SPARK_POINTS = 60  # points per sparkline on the fleet screen (and per Prometheus back-fill)
@@ -52,7 +52,6 @@ _WINDOW_VALUES = ("running", "requests_success", "prefix_hits", "prefix_queries"
                   "generation_tokens", "prompt_tokens")
 _RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_seconds, after them
 _IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
-_MISSING = object()
 
 _NVALS = len(_WINDOW_VALUES) + 1
 _STRIDE = 2 * _NVALS
@@ -73,14 +72,14 @@ class _WindowRows:
     def __init__(self) -> None:
         self.times = array("d")
         self.rows = array("d")
-        self.hists: list[object] = []
+        self.hists: list[Packed | None] = []
         self.gaps: list[tuple[int, ...]] = []
         self.start = 0
 
     def __len__(self) -> int:
         return len(self.hists) - self.start
 
-    def append(self, ts: float, row: list[float], hists: object, gaps: tuple[int, ...]) -> None:
+    def append(self, ts: float, row: list[float], hists: Packed | None, gaps: tuple[int, ...]) -> None:
         if self.start >= 8:  # (moves the live rows down: ~8 KB at a 60 s window of 1 s scrapes)
             del self.times[:self.start], self.rows[:self.start * _STRIDE], self.hists[:self.start]
             del self.gaps[:self.start]
@@ -143,6 +142,7 @@ class ReplicaHistory:
             self.last_ok = scrape
             self.first_error_ts = None
             self.last_error = None
+            assert scrape.sample is not None  # an ok scrape has its page
             hists = pack_hists(scrape.sample)
             self._remember(scrape, hists)
             m = self._derive(scrape)
@@ -166,8 +166,9 @@ class ReplicaHistory:
         rebuilt from what the history keeps of them (pointlog.py says what)."""
         return ScrapeView(self.points, self.last_ok)
 
-    def _remember(self, scrape: Scrape, hists: object) -> None:
+    def _remember(self, scrape: Scrape, hists: Packed | None) -> None:
         sm = scrape.sample
+        assert sm is not None  # only ok scrapes are remembered
         vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
         last, run, gaps = self._run
         row = [_NAN] * _STRIDE
@@ -211,7 +212,7 @@ class ReplicaHistory:
     def state(self, now: float) -> str:
         if self.last_error is None:
             return OK if self.last_ok is not None else DOWN
-        if self.last_ok is None or now - self.first_error_ts >= self.windows.stale_s:
+        if self.last_ok is None or self.first_error_ts is None or now - self.first_error_ts >= self.windows.stale_s:
             return DOWN
         return STALE
 
@@ -221,7 +222,7 @@ class ReplicaHistory:
 
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
         d = self._spark.get(name)
-        if d is not None and (n <= d.maxlen or len(d) == len(self.points)):
+        if d is not None and ((d.maxlen is not None and n <= d.maxlen) or len(d) == len(self.points)):
             t = tuple(d)
             return t[-n:] if n < len(t) else t
         # From the right end: copying the whole deque (an hour of points) per call cost more
@@ -252,6 +253,7 @@ class ReplicaHistory:
             return None
         i = name if isinstance(name, int) else _IDX[name]
         ca, cb = rec.total(a, i), rec.total(b, i)
+        d: float | None
         if ca == ca and cb == cb and rec.gaps[a][i] == rec.gaps[b][i]:  # (x == x: not NaN)
             d = cb - ca  # a value at every point of the window: the running sums
         else:
@@ -262,7 +264,9 @@ class ReplicaHistory:
         return d / dt
 
     @staticmethod
-    def _hist_delta(newest_scrape: Scrape, base: object, name: str) -> Histogram | None:
+    def _hist_delta(newest_scrape: Scrape, base: Packed | None, name: str) -> Histogram | None:
+        if newest_scrape.sample is None:
+            return None
         newest = newest_scrape.sample.hist(name)
         if newest is None:
             return None
@@ -273,6 +277,7 @@ class ReplicaHistory:
 
     def _derive(self, s: Scrape) -> ReplicaMetrics:
         sm = s.sample
+        assert sm is not None  # derived from ok scrapes only
         w = self.windows
         rec = self._recent
         ra = rec.first(w.rate_s)  # the rate window's first row
@@ -281,8 +286,9 @@ class ReplicaHistory:
         deltas: dict[str, Histogram | None] = {}
 
         def q(name: str, p: float) -> float | None:
-            h = deltas.get(name, _MISSING)
-            if h is _MISSING:  # one delta per histogram, shared by its quantiles
+            if name in deltas:  # one delta per histogram, shared by its quantiles
+                h = deltas[name]
+            else:
                 h = deltas[name] = self._hist_delta(s, base, name)
             return h.quantile(p) if h is not None and h.count > 0 else None
 
@@ -330,7 +336,7 @@ class ReplicaHistory:
             max_num_seqs=_float_or_none(mns),
         )
         if s.derived:  # values the source derived itself (Prometheus) win
-            m = replace(m, **{k: v for k, v in s.derived.items() if k in _METRIC_FIELDS})
+            m = replace(m, **{k: v for k, v in s.derived.items() if k in _METRIC_FIELDS})  # type: ignore[arg-type]  # each field takes a float (ints are floats here)
         return m
 
 

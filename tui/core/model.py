@@ -272,6 +272,14 @@ class Scrape:
     def ok(self) -> bool:
         return self.sample is not None and self.error is None
 
+    @property
+    def page(self) -> Sample:
+        """The parsed page of a successful scrape: what the history keeps and the diagnosis
+        reads (a failed scrape has none; reaching for it is a bug, not a missing value)."""
+        if self.sample is None:
+            raise ValueError(f"scrape of {self.replica} has no page: {self.error}")
+        return self.sample
+
 
 @dataclass(frozen=True, slots=True)
 class Evidence:

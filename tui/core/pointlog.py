@@ -144,6 +144,7 @@ class Packed(array[Any]):
     over an hour."""
 
     __slots__ = ("layout",)
+    layout: _Layout
 
     # (array's own copy and pickle would make a plain array, without the layout)
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
@@ -213,7 +214,7 @@ def unpack_hist(packed: Packed | None, name: str) -> Histogram | None:
 def minus_packed(newest: Histogram, packed: Packed | None, name: str) -> Histogram:
     """`newest.minus(unpack_hist(packed, name))` without building the older histogram."""
     at = packed.layout.at.get(name) if packed is not None else None
-    if at is None:
+    if packed is None or at is None:
         return newest
     o, j, bounds = at
     total, count = packed.pair(j)
@@ -226,7 +227,7 @@ def minus_packed(newest: Histogram, packed: Packed | None, name: str) -> Histogr
 def _unpack_all(packed: Packed | None) -> Mapping[str, Histogram]:
     if packed is None:
         return _EMPTY
-    return {n: unpack_hist(packed, n) for n in packed.layout.names}
+    return {n: h for n in packed.layout.names if (h := unpack_hist(packed, n)) is not None}
 
 
 class _Ring:
@@ -328,10 +329,11 @@ def _pack_metrics(m: ReplicaMetrics) -> tuple[list[float], int, int, bool]:
 
 def _unpack_metrics(m: Sequence[float], none: int, ints: int) -> ReplicaMetrics:
     if not ints >> _TYPE_BITS:
-        return ReplicaMetrics(*[None if none >> j & 1 else (int(v) if ints >> j & 1 else v) for j, v in enumerate(m)])
+        # the packed row holds each field's own type (None / int / float), in field order
+        return ReplicaMetrics(*[None if none >> j & 1 else (int(v) if ints >> j & 1 else v) for j, v in enumerate(m)])  # type: ignore[arg-type]
     return ReplicaMetrics(*[None if none >> j & 1 else (int(v) if ints >> j & 1 else
                                                           AtLeast(v) if ints >> (_TYPE_BITS + j) & 1 else v)
-                            for j, v in enumerate(m)])
+                            for j, v in enumerate(m)])  # type: ignore[arg-type]
 
 
 def pack_scrape(s: Scrape | None, m: ReplicaMetrics, meta: _Meta | None, hists: Any = False) -> tuple[list[float], Any]:
@@ -591,7 +593,7 @@ class ScrapeView(Sequence[Any]):
 
     __slots__ = ("_log", "_last")
 
-    def __init__(self, log: PointLog, last: Any) -> None:
+    def __init__(self, log: PointLog, last: Scrape | None) -> None:
         self._log = log
         self._last = last  # the newest scrape itself (the history's last_ok)
 

@@ -90,11 +90,11 @@ async def _run(
     poll_s: float,
 ) -> AsyncGenerator[DrainStep, None]:
     ns, pod = plan.target.namespace, plan.target.name
-    owner = plan.data.get("owner")
-    original = plan.data.get("replicas")
+    owner: Any = plan.data.get("owner")  # plan data as the planner wrote it (used when `spare`)
+    original: Any = plan.data.get("replicas")
     mech = plan.data.get("mechanism", "delete")
     spare = bool(plan.data.get("spare", bool(owner) and isinstance(original, int))) and bool(owner) and isinstance(original, int)
-    grace = plan.data.get("grace_s")
+    grace: Any = plan.data.get("grace_s")
     st = {"cordoned": False, "removed": False, "scaled": False}
     selector = ""
     before: set[str] = set()
@@ -199,7 +199,7 @@ async def _run(
             yield step("cordon", "failed", r.message)
             return
         st["cordoned"] = True
-        yield step("cordon", "ok", f"{pod} out of rotation: {cp.summary}")
+        yield step("cordon", "ok", f"{pod} out of rotation: {cp.summary if cp else plan.summary}")
 
         # 3. wait until no EndpointSlice lists it; only scrapes after that moment count
         since: float | None = None

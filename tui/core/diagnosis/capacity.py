@@ -291,10 +291,10 @@ def _window_hist(h: ReplicaHistory, name: str, seconds: float) -> Histogram | No
     win = h.window(seconds)
     if not win:
         return None
-    newest = win[-1].sample.hist(name)
+    newest = win[-1].page.hist(name)
     if newest is None:
         return None
-    oldest = win[0].sample.hist(name) if len(win) > 1 else None
+    oldest = win[0].page.hist(name) if len(win) > 1 else None
     d = newest.minus(oldest)
     return d if d.count > 0 else (newest if newest.count > 0 else None)
 
@@ -305,7 +305,7 @@ def plan_for_history(h: ReplicaHistory, *, window_s: float = 600.0, max_model_le
     """The plan for one replica: its cache_config labels and the request shape it served lately."""
     t = t or Thresholds()
     s = h.last_ok
-    labels = dict(s.sample.cache_config) if s is not None else {}
+    labels = dict(s.page.cache_config) if s is not None else {}
     p_hist = _window_hist(h, "prompt_len", window_s)
     g_hist = _window_hist(h, "gen_len", window_s)
     src = "generated"

@@ -193,7 +193,7 @@ def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float |
     last_pre = last_kv = last_wait = None
     prev = None
     for s in scr:
-        kv, waiting, pre = s.sample.value("kv_usage"), s.sample.value("waiting"), s.sample.value("preemptions")
+        kv, waiting, pre = s.page.value("kv_usage"), s.page.value("waiting"), s.page.value("preemptions")
         if kv is not None and kv >= t.kv_high:
             last_kv = s.ts
         if waiting is not None and waiting >= t.waiting_min:
@@ -202,7 +202,7 @@ def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float |
             last_pre = s.ts
         if pre is not None:
             prev = pre
-    latest = scr[-1].sample
+    latest = scr[-1].page
 
     def held(last: float | None, label: str, key: str, exposed: bool, ok_now: bool) -> Criterion:
         if not exposed:
@@ -274,7 +274,7 @@ def _current_value(h: ReplicaHistory, name: str, args: Mapping[str, Any] | None)
         return _num(args.get(name))
     s = h.last_ok
     if s is not None:
-        v = _num(s.sample.cache_config.get(name.replace("-", "_")))
+        v = _num(s.page.cache_config.get(name.replace("-", "_")))
         if v is not None:
             return v
     if name == "max-num-seqs" and h.latest.max_num_seqs:
@@ -477,7 +477,7 @@ def _last_pressure(h: ReplicaHistory, now: float, t: Thresholds) -> float | None
     for s in h.scrapes:
         if s.ts > now:
             break
-        kv = s.sample.value("kv_usage")
+        kv = s.page.value("kv_usage")
         high = kv is not None and kv >= t.kv_high
         if high and not in_run:
             start = s.ts

@@ -55,7 +55,7 @@ def _rates(h: ReplicaHistory, now: float, window_s: float) -> _Rates | None:
     if len(win) < 2 or win[-1].ts - win[0].ts <= 0:
         return None
     dt = win[-1].ts - win[0].ts
-    done = counter_delta(s.sample.value("requests_success") for s in win)
+    done = counter_delta(s.page.value("requests_success") for s in win)
     if done is None:
         return None
 
@@ -66,8 +66,8 @@ def _rates(h: ReplicaHistory, now: float, window_s: float) -> _Rates | None:
     first, last = load(win[0]), load(win[-1])
     growth = (last - first) / dt if first is not None and last is not None else 0.0
     # finished_reason="abort" (clients that gave up waiting) is demand, not served capacity
-    gave_up = counter_delta(s.sample.value("requests_aborted") for s in win) or 0.0
-    return _Rates((done - gave_up) / dt, max(0.0, done / dt + growth), win[-1].sample.value("waiting") or 0.0,
+    gave_up = counter_delta(s.page.value("requests_aborted") for s in win) or 0.0
+    return _Rates((done - gave_up) / dt, max(0.0, done / dt + growth), win[-1].page.value("waiting") or 0.0,
                   gave_up / dt)
 
 

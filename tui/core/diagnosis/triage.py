@@ -92,13 +92,13 @@ def hist_between(h: ReplicaHistory, name: str, start: float, end: float) -> Hist
     """Observations of histogram `name` between the scrapes nearest `start` and `end`."""
     # the history thins old scrapes' histograms (one kept a minute): use the nearest that kept it
     view = h.scrapes
-    scr = [s for s in view.since(start, end) if s.sample.hist(name) is not None]
+    scr = [s for s in view.since(start, end) if s.page.hist(name) is not None]
     if not scr:
         return None
-    newest = scr[-1].sample.hist(name)
+    newest = scr[-1].page.hist(name)
     # the scrape just before the window is the baseline of the delta, when there is one
-    before = next((s for s in view.before(start) if s.sample.hist(name) is not None), None)
-    base = (before or scr[0]).sample.hist(name)
+    before = next((s for s in view.before(start) if s.page.hist(name) is not None), None)
+    base = (before or scr[0]).page.hist(name)
     d = newest.minus(base) if base is not None and base is not newest else newest
     return d if d.count > 0 else None
 
@@ -248,7 +248,7 @@ def _rate(h: ReplicaHistory, name: str, start: float, end: float) -> float | Non
     scr = h.scrapes.since(start, end)
     if len(scr) < 2:
         return None
-    a, b = scr[0].sample.value(name), scr[-1].sample.value(name)
+    a, b = scr[0].page.value(name), scr[-1].page.value(name)
     if a is None or b is None or b < a or scr[-1].ts <= scr[0].ts:
         return None
     return (b - a) / (scr[-1].ts - scr[0].ts)
@@ -291,7 +291,7 @@ def _metrics(h: ReplicaHistory, now: float) -> TriageItem:
         err = h.last_error.error if h.last_error is not None else "never scraped"
         return TriageItem(7, "metrics", title, BAD, f"metrics not readable: {clean(err)}",
                           (info("scrape", err, f"scrape failed: {clean(err)}"),))
-    s = ok.sample
+    s = ok.page
     text = f"{s.generation} metrics, {len(s.engines)} engine(s), last read {now - ok.ts:.0f} s ago"
     status = OK if state == "ok" else WARN
     if state != "ok" and h.last_error is not None:

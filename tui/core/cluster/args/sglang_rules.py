@@ -10,7 +10,7 @@ SGLang's tuning guide suggests 1.3 when retractions are frequent). Lowering
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ...engines.sglang import ENGINE
 from .values import ArgError
@@ -54,7 +54,7 @@ def relations(eff: Mapping[str, Any], typed: Mapping[str, Any], errors: dict[str
         warnings.append("page size / KV dtype / memory fraction changes resize the token pool: check the preflight")
 
 
-def preset(before: Mapping[str, Any], key: str) -> dict[str, Any]:
+def preset(before: Callable[[str], Any], key: str) -> dict[str, Any]:
     """The change set of one preset; `before(name)` is the flag's effective value now."""
     if key not in PRESETS:
         raise ArgError(f"unknown preset {key!r}; known: {', '.join(PRESETS)}")
@@ -86,7 +86,7 @@ GiB = 1024**3
 Verdict = tuple[str, tuple[str, ...], "int | None", "int | None"]  # status, messages, pool now, pool after
 
 
-def preflight(before: Mapping[str, Any], changes: Mapping[str, Any], cache_config: Mapping[str, Any] | None,
+def preflight(before: Callable[[str], Any], changes: Mapping[str, Any], cache_config: Mapping[str, Any] | None,
               gpu_total_bytes: float | None, kv_bytes_token: float | None) -> Verdict:
     """Will one full-length request still fit SGLang's token pool after the change?
 
@@ -99,7 +99,7 @@ def preflight(before: Mapping[str, Any], changes: Mapping[str, Any], cache_confi
     pages, page = _num(cfg, "num_pages"), _num(cfg, "page_size")
     cap = pages * page if pages is not None and page is not None else None
     if isinstance(changes.get("max-total-tokens"), int):
-        cap_new: float | None = float(changes["max-total-tokens"])
+        cap_new: float = float(changes["max-total-tokens"])
         msgs.append(f"--max-total-tokens sets the token pool to {int(cap_new):,} tokens")
     elif cap is None:
         total = before("max-total-tokens")

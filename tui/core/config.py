@@ -241,7 +241,7 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
         return Config(path=p, broken=True, problems=(ConfigProblem(str(p), line, f"not UTF-8 text; {BROKEN}"),))
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
-        line = int(m.group(1)) if m else (text.count("\n") + 1 if "end of document" in str(e) else None)
+        line: int | None = int(m.group(1)) if m else (text.count("\n") + 1 if "end of document" in str(e) else None)
         msg = re.sub(r"\s*\((?:at line \d+, column \d+|at end of document)\)", "", str(e))
         col = f" (column {m.group(2)})" if m else ""
         return Config(path=p, broken=True,

@@ -45,7 +45,7 @@ def finite_scrape(scrape: Scrape) -> tuple[Scrape, dict[str, str]]:
             if _bad(v):
                 invalid[k] = f"{k} is {_what(v)}, ignored"
             else:
-                derived[k] = v  # type: ignore[index]
+                derived[k] = v
     if not invalid:
         return scrape, invalid
     return replace(scrape, sample=sample, derived=derived), invalid
@@ -63,7 +63,7 @@ def _finite_sample(sample: Sample, invalid: dict[str, str]) -> Sample:
                     where = f" (engine {name})" if name else ""
                     invalid.setdefault(k, f"{k} is {_what(v)}{where}, ignored")
                 else:
-                    values[k] = v  # type: ignore[index]
+                    values[k] = v
         if not all(_hist_ok(h) for h in hists.values()):
             hists = {k: h for k, h in es.hists.items() if _hist_ok(h)}
             for k in es.hists.keys() - hists.keys():

@@ -47,7 +47,8 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
                 break
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - t0)))
     finally:
-        await src.close()
+        if src is not None:
+            await src.close()
     if not monitor.ok_refreshes:  # the source itself never answered (e.g. Prometheus down)
         return 1
     if not read_any:

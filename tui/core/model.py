@@ -187,8 +187,7 @@ class GpuSample:
     join: str = ""  # how the devices were matched to the replica ("pod label", "node+uuid", ...)
 
     def _worst(self, attr: str, hi: bool = True) -> float | None:
-        vals = [getattr(d, attr) for d in self.devices]
-        vals = [v for v in vals if v is not None]
+        vals: list[float] = [v for d in self.devices if (v := getattr(d, attr)) is not None]
         if not vals:
             return None
         return max(vals) if hi else min(vals)

@@ -52,7 +52,7 @@ def restore(like: Monitor, source: ReplaySource, k: int) -> tuple[int, Monitor]:
 def _frozen(obj: Any) -> bool:
     if obj is None or isinstance(obj, (str, bytes, int, float, bool, tuple, frozenset)):
         return True
-    return dataclasses.is_dataclass(obj) and obj.__dataclass_params__.frozen
+    return dataclasses.is_dataclass(obj) and bool(getattr(obj, "__dataclass_params__").frozen)
 
 
 def _clone(obj: Any, depth: int) -> Any:

@@ -131,7 +131,8 @@ class FleetAlarms:
             parts.append(f"queue {wait:.0f} (baseline {r.base_wait or 0:.0f})")
         if ttft is not None and l_in is not None and ttft >= l_in:
             kinds.append("latency")
-            parts.append(f"TTFT p95 {seconds_text(ttft)} (baseline {seconds_text(r.base_ttft)})")
+            base = seconds_text(r.base_ttft) if r.base_ttft is not None else "none"
+            parts.append(f"TTFT p95 {seconds_text(ttft)} (baseline {base})")
         if not parts:  # held by hysteresis: say where it stands
             parts.append(f"queue {wait or 0:.0f}, TTFT p95 {seconds_text(ttft) if ttft is not None else 'n/a'}: "
                          "clearing")

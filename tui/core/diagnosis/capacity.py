@@ -79,7 +79,7 @@ def arch_from_config(cfg: Mapping[str, Any]) -> ModelArch:
         head_dim = hidden // heads
     missing = [n for n, v in (("num_hidden_layers", layers), ("num_key_value_heads", kv_heads),
                               ("head_dim (or hidden_size / num_attention_heads)", head_dim)) if v is None]
-    if missing:
+    if missing or layers is None or kv_heads is None or head_dim is None:
         raise ValueError(f"model config lacks {', '.join(missing)}")
     dtype = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16")
     types = cfg.get("layer_types") or []
@@ -152,6 +152,8 @@ class CapacityPlan:
 
 def _int_label(labels: Mapping[str, str], key: str) -> int | None:
     v = labels.get(key)
+    if v is None:
+        return None
     try:
         f = float(v)  # labels are strings: "5691", "90000", "None"
     except (TypeError, ValueError):
@@ -160,8 +162,11 @@ def _int_label(labels: Mapping[str, str], key: str) -> int | None:
 
 
 def _float_label(labels: Mapping[str, str], key: str) -> float | None:
+    v = labels.get(key)
+    if v is None:
+        return None
     try:
-        f = float(labels.get(key))
+        f = float(v)
     except (TypeError, ValueError):
         return None
     return f if math.isfinite(f) else None
@@ -301,7 +306,7 @@ def _window_hist(h: ReplicaHistory, name: str, seconds: float) -> Histogram | No
 
 def plan_for_history(h: ReplicaHistory, *, window_s: float = 600.0, max_model_len: int | None = None,
                      current_max_num_seqs: int | None = None, arch: ModelArch | None = None,
-                     t: Thresholds | None = None, **kw) -> CapacityPlan:
+                     t: Thresholds | None = None, **kw: Any) -> CapacityPlan:
     """The plan for one replica: its cache_config labels and the request shape it served lately."""
     t = t or Thresholds()
     s = h.last_ok

@@ -52,8 +52,11 @@ def emergency_steps(t: Thresholds) -> tuple[float, float]:
 def lower_for_oom(current: float | None, t: Thresholds) -> float:
     """The OOM step: the first emergency step below the current value; below both, STEP x 2 less
     (never under 0.5: the model weights must still fit)."""
-    for step in emergency_steps(t):
-        if current is None or step < current - 1e-9:
+    steps = emergency_steps(t)
+    if current is None:
+        return steps[0]
+    for step in steps:
+        if step < current - 1e-9:
             return step
     return max(0.5, round(current - 2 * STEP, 2))
 

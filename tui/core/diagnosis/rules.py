@@ -228,7 +228,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
                             note=f"max-num-seqs {_fmt(mns)}")
             at_cap = e_cap_run.crossed
             c.add("pinned", e_cap_run)
-        elif p.running_n >= t.pinned_points and p.running_lo is not None:
+        elif p.running_n >= t.pinned_points and p.running_lo is not None and p.running_hi is not None:
             spread = p.running_hi - p.running_lo
             # a cap holds `running` exactly; allow a request finishing between scheduler steps
             span = t.pinned_tolerance * p.running_hi
@@ -283,7 +283,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     # -- queue vs room to raise the cap -----------------------------------------------------------
     # The peak over a few scrapes, not the last sample: KV swings with the batch, the remedy
     # (raise the cap vs scale out) should not.
-    room_thr = {V.CONCURRENCY_CAPPED: t.kv_clear, V.OVERLOADED: t.kv_low}.get(prev, t.kv_room)
+    room_thr = {V.CONCURRENCY_CAPPED: t.kv_clear, V.OVERLOADED: t.kv_low}.get(prev or "", t.kv_room)
     if p.kv_peak is not None:
         e_room = c.add("room", cmp("kv_peak", f"peak KV over {t.room_points} scrapes", p.kv_peak, "<", room_thr,
                                    note="room to raise the cap"))
@@ -380,7 +380,7 @@ class _Tracker:
     gap_s: float = 15.0  # a gap this long (and 3 scrape intervals) between successful scrapes
     # is an outage: the verdict starts afresh
     tail: deque[Any] = field(default_factory=lambda: deque(maxlen=_TAIL))
-    last_point: object = None  # the history's (ts, metrics) tuple last consumed (by identity)
+    last_point: tuple[float, ReplicaMetrics] | None = None  # the history's (ts, metrics) tuple last consumed (by identity)
     n: int = 0
     state: str = V.UNKNOWN
     since: float | None = None
@@ -473,7 +473,7 @@ def export_state(h: ReplicaHistory) -> object | None:
 
 def import_state(h: ReplicaHistory, state: object | None) -> None:
     """Adopt an exported state machine for `h`, a copy of the history it was exported from."""
-    if not isinstance(state, _Tracker) or not h.points or h.points[-1][0] != state.last_point[0]:
+    if not isinstance(state, _Tracker) or not h.points or state.last_point is None or h.points[-1][0] != state.last_point[0]:
         return
     h.diagnosis = replace(state, tail=deque(state.tail, maxlen=_TAIL), last_point=h.points[-1])
 

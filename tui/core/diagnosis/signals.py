@@ -115,8 +115,8 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
     queue_run = (prev.queue_run + 1 if prev is not None else 1) if held is not None and held >= t.waiting_min else 0
 
     c_cpu = s.process_cpu_seconds
-    d_cpu = _delta(c_cpu, prev.c_cpu) if dt is not None else None
-    cpu = d_cpu / dt if d_cpu is not None else None
+    d_cpu = _delta(c_cpu, prev.c_cpu) if dt is not None and prev is not None else None
+    cpu = d_cpu / dt if d_cpu is not None and dt else None
 
     runs = [p.running for p in _last(tail, t.pinned_points - 1)]
     runs.append(running)

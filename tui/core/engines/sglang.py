@@ -144,7 +144,7 @@ def to_sample(page: Page) -> Sample:
         model_name=model_name,
         cache_config=cache_config,
         process_cpu_seconds=_unlabelled(page, PROCESS_CPU),
-        extra={n: v for n in EXTRA if (v := _unlabelled(page, n)) is not None},
+        extra={n: x for n in EXTRA if (x := _unlabelled(page, n)) is not None},
     )
 
 

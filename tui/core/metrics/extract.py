@@ -181,7 +181,7 @@ def to_sample(page: Page) -> Sample:
         model_name = _any_model_name(page)
 
     cpu = _unlabelled(page, names.PROCESS_CPU)
-    extra = {n: v for n in EXTRA if (v := _unlabelled(page, n)) is not None}
+    extra = {n: x for n in EXTRA if (x := _unlabelled(page, n)) is not None}
     return Sample(
         engines=engines,
         generation=_generation(page, saw_engine_label) if engines else "unknown",
@@ -225,7 +225,7 @@ def _any_model_name(page: Page) -> str | None:
         for base in name:
             for labels, _ in _engine_rows(page, base + "_count"):
                 if "model_name" in labels:
-                    return labels["model_name"]
+                    return str(labels["model_name"])
     return None
 
 

@@ -37,12 +37,13 @@ class Labels(dict[str, Any]):
     """A read-only label set. Parsed label sets are shared between pages, so never mutate one."""
 
     __slots__ = ("_hist",)
+    _hist: tuple[tuple[tuple[str, str], ...], float | None]
 
     def _readonly(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("parsed label sets are shared and read-only; copy with dict(labels)")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
-    __ior__ = _readonly  # type: ignore[assignment]
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _readonly
+    __ior__ = _readonly
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(frozenset(self.items()))
@@ -137,8 +138,7 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
     families = page.families
     cache_get = _SERIES_CACHE.get
     keep_all = wanted is None
-    if keep_all:
-        wanted = ()
+    want: Collection[str] = () if wanted is None else wanted  # keep_all: wanted is None
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     last_name: str | None = None
@@ -166,7 +166,7 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
             if keep_all:
                 if name.endswith("_created"):
                     continue
-            elif name not in wanted:
+            elif name not in want:
                 continue
             if labels is None or "_" in tail:
                 hit = None
@@ -176,7 +176,7 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 except ValueError:
                     hit = None
         if hit is None:
-            row = _read_line(line, prefix, lineno, page, wanted, keep_all)
+            row = _read_line(line, prefix, lineno, page, want, keep_all)
             if row is None:
                 continue
             name, labels, value = row
@@ -185,7 +185,7 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
             if last_rows is None:
                 last_rows = samples[name] = []
             last_name = name
-        last_rows.append((labels, value))
+        last_rows.append((labels, value))  # type: ignore[arg-type]  # a hit without labels became a miss above
     return page
 
 
@@ -211,7 +211,7 @@ def _read_line(line: str, prefix: str, lineno: int, page: Page, wanted: Collecti
         if hit is not None and hit[1] is not None:
             # Seen before: this prefix is a complete `name{labels}`, and the rest of
             # the line holds no brace, so it is the value (and maybe a timestamp).
-            name, labels = hit
+            name, labels = hit[0], hit[1]
             if _unwanted(name, wanted, keep_all):
                 return None
             tail = line[r + 1 :]

@@ -76,7 +76,7 @@ def render_sample(sample: Sample, dialect: str = "v1", model_name: str | None = 
         out.append(f"# TYPE {name} {typ}")
 
     for canon, exposed in names.SCALARS.items():
-        name = exposed[0]
+        name: str | None = exposed[0]
         if dialect == "v0":
             name = _V0_SCALARS.get(canon, name)
         elif dialect == "v1-early":
@@ -94,22 +94,22 @@ def render_sample(sample: Sample, dialect: str = "v1", model_name: str | None = 
             out.append(f"{name}{_labels(pairs)} {_num(v)}")
 
     if dialect == "v1":
-        rows = [(eng, es.values) for eng, es in engines
-                if "waiting_capacity" in es.values or "waiting_deferred" in es.values]
-        if rows:
+        rows_w = [(eng, es.values) for eng, es in engines
+                  if "waiting_capacity" in es.values or "waiting_deferred" in es.values]
+        if rows_w:
             family(names.WAITING_BY_REASON, "gauge")
-            for eng, vals in rows:
+            for eng, vals in rows_w:
                 for reason in ("capacity", "deferred"):
-                    v = vals.get("waiting_" + reason)
-                    if v is not None:
-                        out.append(f"{names.WAITING_BY_REASON}{_labels(base_labels(eng) + [('reason', reason)])} {_num(v)}")
+                    w = vals.get("waiting_" + reason)
+                    if w is not None:
+                        out.append(f"{names.WAITING_BY_REASON}{_labels(base_labels(eng) + [('reason', reason)])} {_num(w)}")
     if dialect == "v0":
         # a V0-only gauge, so a reader can tell the generation
         family("vllm:avg_generation_throughput_toks_per_s", "gauge")
         out.append(f"vllm:avg_generation_throughput_toks_per_s{_labels(base_labels(''))} 0.0")
 
     for canon, bases in names.HISTOGRAMS.items():
-        base = bases[0]
+        base: str | None = bases[0]
         if dialect == "v0":
             base = _V0_HISTS.get(canon, base)
         if base is None:
@@ -123,7 +123,7 @@ def render_sample(sample: Sample, dialect: str = "v1", model_name: str | None = 
 
     if sample.cache_config:
         family(names.CACHE_CONFIG, "gauge")
-        for eng, _ in engines or [("", None)]:
+        for eng in [e for e, _ in engines] or [""]:
             pairs = sorted(sample.cache_config.items())
             if dialect == "v1":
                 pairs.append(("engine", eng or "0"))

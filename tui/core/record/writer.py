@@ -91,7 +91,7 @@ def scrape_record(s: Scrape) -> dict[str, Any]:
     """The log object for one scrape."""
     rec: dict[str, Any] = {"ts": s.ts, "replica": s.replica}
     if s.ok:
-        rec["metrics"] = s.raw if s.raw is not None else render_sample(s.sample)
+        rec["metrics"] = s.raw if s.raw is not None else render_sample(s.page)
     else:
         rec["error"] = redact(s.error or "scrape failed")
     if s.gpu is not None and s.gpu.devices:
@@ -155,7 +155,7 @@ class Recorder:
                         return
                 self._out.write(line)
                 self._out.flush()  # gzip: Z_SYNC_FLUSH, so the bytes are decodable now
-                if self._out is not self._raw:
+                if self._out is not self._raw and self._raw is not None:
                     self._raw.flush()
                 self.lines += 1
             except OSError as e:

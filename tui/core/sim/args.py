@@ -59,6 +59,20 @@ class EngineArgs:
             tokens = 8192 if large_gpu else 2048
         return replace(self, max_num_seqs=seqs, max_num_batched_tokens=tokens)
 
+    @property
+    def seqs(self) -> int:
+        """max-num-seqs once resolved (the engine and the hardware model run resolved args)."""
+        if self.max_num_seqs is None:
+            raise ValueError("engine args not resolved: max_num_seqs unset")
+        return self.max_num_seqs
+
+    @property
+    def batched_tokens(self) -> int:
+        """max-num-batched-tokens once resolved."""
+        if self.max_num_batched_tokens is None:
+            raise ValueError("engine args not resolved: max_num_batched_tokens unset")
+        return self.max_num_batched_tokens
+
     def validate(self) -> None:
         """Raise ValueError with vLLM's wording for combinations vLLM refuses before loading."""
         g = self.gpu_memory_utilization

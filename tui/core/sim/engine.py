@@ -78,7 +78,7 @@ class Engine:
         self.sum_off = 0
         self.heap: list[tuple[int, int]] = []  # (finish step, rid), stale entries skipped
         # prefix cache: id -> [blocks, refs, last_used]; evictable blocks count as free
-        self.prefixes: dict[int, list[Any]] = {}
+        self.prefixes: dict[int, list[int]] = {}
         self.evictable = 0
         self.slowdown = 1.0  # > 1 while the GPU throttles
         self._grown = False  # decoders got this step's blocks (preemption must free them too)
@@ -232,9 +232,9 @@ class Engine:
         """True when the waiting head cannot be admitted and pure decode cannot change that."""
         if not self.waiting:
             return True
-        if len(self.running) >= self.args.max_num_seqs:
+        if len(self.running) >= self.args.seqs:
             return True
-        budget = self.args.max_num_batched_tokens - self.n_dec
+        budget = self.args.batched_tokens - self.n_dec
         return budget <= 0 or self._admit_plan(self.waiting[0], budget) is None  # free only shrinks
 
     def _preempt_newest(self) -> Request:
@@ -318,7 +318,7 @@ class Engine:
     def _step(self) -> bool:
         """One scheduler step; False when it neither scheduled nor preempted anything."""
         a = self.args
-        budget = a.max_num_batched_tokens
+        budget = a.batched_tokens
         preempted = False
         # 1. decodes: every decoder needing a new block this step gets one, or the newest goes
         slot = self.d % self.bs
@@ -359,7 +359,7 @@ class Engine:
             chunks.append((r, chunk))
         # 3. new and resumed requests, only when nothing was preempted in this step
         if not preempted:
-            while self.waiting and len(self.running) < a.max_num_seqs and budget > 0:
+            while self.waiting and len(self.running) < a.seqs and budget > 0:
                 r = self.waiting[0]
                 got = self._try_admit(r, budget)
                 if not got:

@@ -104,7 +104,7 @@ class KvPlan:
 def activation_bytes(model: ModelSpec, args: EngineArgs, tp: int = 1) -> int:
     """Peak of the profiling forward pass: a base plus a share per batched token."""
     per_token = 96 * 1024 * (model.params / 8.03e9) / max(1, tp)
-    return int(0.45 * GiB + per_token * args.max_num_batched_tokens)
+    return int(0.45 * GiB + per_token * args.batched_tokens)
 
 
 def plan_kv(args: EngineArgs, model: ModelSpec, gpu: GpuSpec) -> KvPlan:

@@ -102,7 +102,7 @@ def _shell_split(script: str) -> list[tuple[str, int, int, bool] | None]:
 
 
 def _env_map(container: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    return {e.get("name"): e for e in container.get("env") or () if isinstance(e, Mapping) and e.get("name")}
+    return {str(e["name"]): dict(e) for e in container.get("env") or () if isinstance(e, Mapping) and e.get("name")}
 
 
 _K8S_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")

@@ -39,7 +39,7 @@ class LocalGpus:
                 s.open()
                 if s.devices():
                     self.sampler = s
-                    return s.source
+                    return str(s.source)
                 reasons.append(f"{s.source}: no GPU found")
             except GpuUnavailable as e:
                 reasons.append(str(e))

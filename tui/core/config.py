@@ -237,8 +237,8 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
     except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        return Config(path=p, broken=True, problems=(ConfigProblem(str(p), line, f"not UTF-8 text; {BROKEN}"),))
+        bad_at = raw[: e.start].count(b"\n") + 1
+        return Config(path=p, broken=True, problems=(ConfigProblem(str(p), bad_at, f"not UTF-8 text; {BROKEN}"),))
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(e))
         line: int | None = int(m.group(1)) if m else (text.count("\n") + 1 if "end of document" in str(e) else None)

@@ -238,8 +238,9 @@ def metrics_port(pod: Mapping[str, Any], default: int = 8000) -> int:
         return found
     ports = {str(p.get("name") or ""): p.get("containerPort") for p in c.get("ports") or [] if isinstance(p, Mapping)}
     for name in ("metrics", "http"):
-        if isinstance(ports.get(name), int):
-            return int(ports[name])
+        port = ports.get(name)
+        if isinstance(port, int):
+            return port
     return KSERVE_HTTP_PORT if kserve else default
     c = containers[vi]
     toks = [str(x) for x in (c.get("command") or [])] + [str(x) for x in (c.get("args") or [])]

@@ -87,15 +87,15 @@ def rollouts_from_replicasets(rss: Iterable[ReplicaSetInfo], workload: str = "",
     prev: dict[str, Any] | None = None
     for rs in known:
         vals = _explicit_args(_line_container(rs.args_line))
-        if prev is not None and vals != prev:
+        if prev is not None and vals != prev and rs.created is not None:
             out.append(Rollout(rs.created, str(rs.revision), prev, vals, workload))
         prev = vals
     if len(known) == 1 and previous is not None:
         before = _explicit_args(previous)
         if "model" not in (prev or {}):
             before.pop("model", None)  # the args line may lack the command that names the model
-        if before != prev:
-            rs = known[0]
+        rs = known[0]
+        if before != prev and rs.created is not None:
             out.append(Rollout(rs.created, str(rs.revision), before, prev or {}, workload))
     return out
 

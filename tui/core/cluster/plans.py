@@ -159,7 +159,7 @@ def build_edit_plan(
 
 def build_rollback_plan(
     dep: Mapping[str, Any],
-    rss: list[Mapping[str, Any]],
+    rss: Sequence[Mapping[str, Any]],
     *,
     requires_typed_name: bool = False,
     readonly: bool = False,

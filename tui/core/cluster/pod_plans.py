@@ -194,9 +194,12 @@ def build_drain_plan(
     is started first only when the owning Deployment (`owner`) and its `replicas` are known."""
     pod = target.name
     spare = (bool(owner) and replicas is not None) if spare is None else spare
+    if spare and replicas is None:
+        raise ValueError("a spare needs the owner's replica count")
+    count = replicas if replicas is not None else 0  # the owner's replicas (read only with a spare or a scale-down)
     grace = f"--grace-period={grace_s}" if grace_s is not None else "(the pod's own terminationGracePeriodSeconds)"
     if mechanism == "delete":  # the simulator's drain: spare, label, idle, delete, restore
-        lines = [f"1. scale deployment/{owner} {replicas} -> {replicas + 1}; wait until the spare is ready"] if spare else []
+        lines = [f"1. scale deployment/{owner} {count} -> {count + 1}; wait until the spare is ready"] if spare else []
         lines += [f"2. label pod/{pod} {key}={drain_value} (out of rotation)", "3. wait until its running + waiting reaches 0", f"4. delete pod/{pod} {grace}"]
         if spare:
             lines.append(f"then: restore deployment/{owner} to {replicas} replicas (restore key)")
@@ -205,7 +208,7 @@ def build_drain_plan(
         lines += [f"budget: {b}" for b in budgets]
         if why:
             lines.append(f"mechanism: {mechanism}: {why}")
-        steps = [f"scale deployment/{owner} {replicas} -> {replicas + 1}; wait until one more pod is ready"] if spare else []
+        steps = [f"scale deployment/{owner} {count} -> {count + 1}; wait until one more pod is ready"] if spare else []
         detach = " AND detached: the ReplicaSet starts its replacement" if mechanism == "quarantine" else ""
         steps += [
             f"label pod/{pod} {key}={drain_value} (out of rotation{detach})",
@@ -214,11 +217,11 @@ def build_drain_plan(
         ]
         if mechanism == "scale-down":
             steps.append(f"annotate pod/{pod} {DELETION_COST}=-2147483648")
-            steps.append(f"scale deployment/{owner} {replicas + 1 if spare else replicas} -> {replicas}: the ReplicaSet removes exactly pod/{pod} {grace}")
+            steps.append(f"scale deployment/{owner} {count + 1 if spare else count} -> {count}: the ReplicaSet removes exactly pod/{pod} {grace}")
         else:
             steps.append(f"evict pod/{pod} (policy/v1 Eviction; PodDisruptionBudgets honoured) {grace}")
             if spare:
-                steps.append(f"scale deployment/{owner} {replicas + 1} -> {replicas} (removes the replacement the ReplicaSet starts)")
+                steps.append(f"scale deployment/{owner} {count + 1} -> {count} (removes the replacement the ReplicaSet starts)")
         lines += [f"{i}. {s}" for i, s in enumerate(steps, 1)]
     diff = "\n".join(lines)
     return ActionPlan(

@@ -243,8 +243,8 @@ def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float |
     pod = h.last_ok.pod if h.last_ok is not None else None
     if pod is not None:
         oom = pod.last_termination_reason == "OOMKilled" or pod.last_exit_code == 137
-        restarted = [s for s in scr if s.pod is not None and s.ts >= now - w]
-        new_restart = bool(restarted) and restarted[-1].pod.restarts > restarted[0].pod.restarts
+        restarts = [s.pod.restarts for s in scr if s.pod is not None and s.ts >= now - w]
+        new_restart = bool(restarts) and restarts[-1] > restarts[0]
         ok = not new_restart
         crit.append(Criterion("oom", "no new OOM / restart", ok,
                               "no restart in the window" if ok else
@@ -420,7 +420,7 @@ def runbook(
         head_suggest["gpu-memory-utilization"] = f"{raised:g}"
     top = gmu_policy.ceiling(t, long_ctx)
     ceiling_note = (f"; gpu-memory-utilization {gmu:g} is {'at' if abs(gmu - top) < 1e-9 else 'above'} the policy "
-                    f"ceiling {top:g} (prevention.md): no raise, scale out next") if at_ceiling else ""
+                    f"ceiling {top:g} (prevention.md): no raise, scale out next") if at_ceiling and gmu is not None else ""
     steps.append(Step("headroom", "Add KV headroom: raise gpu-memory-utilization, prefix cache, chunked prefill",
                       "done" if d_head else ("todo" if still_after_cap else ("wait" if d_cap and pressured else "skip")),
                       "headroom added" if d_head else (

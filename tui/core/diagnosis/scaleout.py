@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..history import ReplicaHistory, counter_delta
+from ..model import Scrape
 from .. import verdicts as V
 from .thresholds import Thresholds
 
@@ -60,7 +61,7 @@ def _rates(h: ReplicaHistory, now: float, window_s: float) -> _Rates | None:
         return None
 
     def load(s: Scrape) -> float | None:
-        r, w = s.sample.value("running"), s.sample.value("waiting")
+        r, w = s.page.value("running"), s.page.value("waiting")
         return None if r is None and w is None else (r or 0.0) + (w or 0.0)
 
     first, last = load(win[0]), load(win[-1])

@@ -96,6 +96,8 @@ def hist_between(h: ReplicaHistory, name: str, start: float, end: float) -> Hist
     if not scr:
         return None
     newest = scr[-1].page.hist(name)
+    if newest is None:
+        return None
     # the scrape just before the window is the baseline of the delta, when there is one
     before = next((s for s in view.before(start) if s.page.hist(name) is not None), None)
     base = (before or scr[0]).page.hist(name)
@@ -118,10 +120,10 @@ def _restarts(last: Scrape | None, logs_oom: bool) -> TriageItem:
     pod = last.pod if last is not None else None
     title = "Restarts and OOM kills"
     if pod is None:
-        ev = (missing("pod", "pod status not available (not running against Kubernetes)"),)
+        none = (missing("pod", "pod status not available (not running against Kubernetes)"),)
         if logs_oom:
-            return TriageItem(2, "restarts", title, BAD, "logs show CUDA out-of-memory: hard failure", ev)
-        return TriageItem(2, "restarts", title, MISSING, "pod status not available", ev)
+            return TriageItem(2, "restarts", title, BAD, "logs show CUDA out-of-memory: hard failure", none)
+        return TriageItem(2, "restarts", title, MISSING, "pod status not available", none)
     oom = pod.last_termination_reason == "OOMKilled" or pod.last_exit_code == 137
     ev = [cmp("restarts", "restarts", float(pod.restarts), ">", 0.0)]
     if pod.last_termination_reason or pod.last_exit_code is not None:

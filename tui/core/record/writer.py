@@ -127,7 +127,7 @@ class Recorder:
         self.error: str | None = None  # why recording stopped, if it did
         self.capped = False
         self._raw: IO[bytes] | None = None
-        self._out: IO[bytes] | None = None
+        self._out: IO[bytes] | gzip.GzipFile | None = None
         self._open()  # fail early (bad directory, no permission): raises OSError
 
     @property

@@ -78,7 +78,7 @@ class Engine:
         self.sum_off = 0
         self.heap: list[tuple[int, int]] = []  # (finish step, rid), stale entries skipped
         # prefix cache: id -> [blocks, refs, last_used]; evictable blocks count as free
-        self.prefixes: dict[int, list[int]] = {}
+        self.prefixes: dict[int, list[Any]] = {}  # prefix id -> [blocks, users, last used]
         self.evictable = 0
         self.slowdown = 1.0  # > 1 while the GPU throttles
         self._grown = False  # decoders got this step's blocks (preemption must free them too)
@@ -141,7 +141,7 @@ class Engine:
 
     def owned_blocks(self) -> int:
         """Blocks held, recomputed request by request (the invariant check: == self.used)."""
-        n = sum(p[0] for p in self.prefixes.values() if p[1] > 0)
+        n: int = sum(p[0] for p in self.prefixes.values() if p[1] > 0)
         for r in self.running.values():
             if r.decoding:
                 n += self._blocks(r.kv_offset + self.d) - r.shared

@@ -56,7 +56,7 @@ def header(name: str, help_: str, typ: str) -> str:
 
 
 # (canonical hist key on the engine, exposed base name, HELP, V1 bounds, V0 bounds or None if V1-only)
-def _hist_specs(tok: tuple[int, ...]) -> list[tuple[str, str, str, tuple[Any, ...], tuple[Any, ...] | None]]:
+def _hist_specs(tok: tuple[int, ...]) -> list[tuple[str, str, str, tuple[Any, ...] | None, tuple[Any, ...] | None]]:
     return [
         ("prompt_len", "vllm:request_prompt_tokens", "Number of prefill tokens processed.", tok, tok),
         ("gen_len", "vllm:request_generation_tokens", "Number of generation tokens processed.", tok, tok),
@@ -224,19 +224,22 @@ class PageRenderer:
             out.append(f"{name}{lbl} {gostr(value(e))}\n")
         return "".join(out)
 
-    def _counter(self, name: str, help_: str, value: Callable[[Engine], float],
+    def _counter(self, name: str, help_: str, value: Callable[[Engine], float] | None,
                  extra: tuple[str, tuple[str, ...]] | None = None,
                  per: Callable[[Engine, str], float] | None = None) -> str:
-        """A counter family; V1 adds the `_created` gauge family after it."""
+        """A counter family; V1 adds the `_created` gauge family after it. One series per
+        engine from `value`, or with `extra` (label, values) one per value from `per`."""
+        if (value is None) == (per is None) or (per is None) != (extra is None):
+            raise ValueError(f"{name}: give value, or extra with per")
         out = [header(name + "_total", help_, "counter")]
         created: list[str] = []
         t0 = gostr(self.r.ready_at)
         for e, d in zip(self._engines, self._eng_labels, strict=True):
-            if extra is None:
+            if value is not None:
                 lbl = labels(d)
                 out.append(f"{name}_total{lbl} {gostr(value(e))}\n")
                 created.append(f"{name}_created{lbl} {t0}\n")
-            else:
+            elif extra is not None and per is not None:
                 key, vals = extra
                 for v in vals:
                     lbl = labels({**d, key: v})

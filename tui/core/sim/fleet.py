@@ -62,7 +62,7 @@ class _Group:
         self.workload = Workload(seed)
         self.router = random.Random(seed + 7919)
         self.next_t = float("inf")
-        self.next_shape = None
+        self.next_shape: S.Shape | None = None
         self.dropped = 0  # arrivals with no replica in rotation (the gateway's 503s)
 
 
@@ -199,8 +199,8 @@ class SimFleet:
             self.errors.append(f"{r.name}: {type(e).__name__}: {e}")
             del self.errors[:-20]
         if was == LOADING and r.state == READY:
-            for e in r.engines:
-                e.client_timeout_s = self.scenario.client_timeout_s
+            for eng in r.engines:
+                eng.client_timeout_s = self.scenario.client_timeout_s
 
     def _schedule_next(self, g: _Group, after: float) -> None:
         sc, cur = self.scenario, after
@@ -220,6 +220,8 @@ class SimFleet:
     def _route(self, t: float) -> None:
         for g in self._groups.values():
             while g.next_t <= t:
+                if g.next_shape is None:  # scheduled without a phase: nothing arrives
+                    break
                 req = g.workload.request(g.next_t, g.next_shape)
                 self._dispatch(g, req)
                 self._schedule_next(g, g.next_t)

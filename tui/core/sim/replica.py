@@ -135,7 +135,7 @@ class Replica:
     # -- traffic ----------------------------------------------------------------
     def submit(self, req: Request) -> bool:
         """The API server takes a request; False if refused (not ready, or too long for the model)."""
-        if self.state != READY:
+        if self.state != READY or self.plan is None:
             return False
         max_len = self.plan.max_model_len
         if req.prompt >= max_len:

@@ -10,7 +10,7 @@ rank); the tokenizer's histograms carry `model_name` only, as one tokenizer serv
 
 from __future__ import annotations
 
-from typing import Any, TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import buckets as B
 from .engine import Engine
@@ -66,12 +66,13 @@ def render(r: "Replica", gostr: Callable[[float], str], header: Callable[[str, s
             out.append(f"{name}{labels({**d, 'dp_rank': str(e.index)} if dp else d)} 1.0\n")
 
     tok = labels({"model_name": model})
-    for name, help_, value in (
+    counters: tuple[tuple[str, str, Callable[[Any], float]], ...] = (
         ("sglang:prompt_tokens_total", "Number of prefill tokens processed.", lambda c: c.prompt_tokens),
         ("sglang:generation_tokens_total", "Number of generation tokens processed.", lambda c: c.generation_tokens),
         ("sglang:cached_tokens_total", "Number of cached prompt tokens.", lambda c: c.prompt_cached),
         ("sglang:num_requests_total", "Number of requests processed.", lambda c: sum(c.success.values())),
-    ):
+    )
+    for name, help_, value in counters:
         out.append(header(name, help_, "counter"))
         out.append(f"{name}{tok} {gostr(sum(value(e.c) for e in r.engines))}\n")
     for key, name, help_, bounds in _HISTS:

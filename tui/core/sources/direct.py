@@ -107,7 +107,7 @@ class _Endpoint:
 
     @property
     def is_closed(self) -> bool:
-        return self.lean.closed if self.lean is not None else self.client.is_closed
+        return self.lean.closed if self.lean is not None else self.client is None or self.client.is_closed
 
     async def aclose(self) -> None:
         if self.lean is not None:
@@ -340,6 +340,7 @@ class DirectSource:
         if endpoint.lean is not None:
             return self._decode(*await self._fetch_lean(endpoint.lean))
         # The request is built once per target: httpx spends as much building one as sending it.
+        assert endpoint.client is not None and endpoint.request is not None  # not lean: an httpx endpoint
         resp = await endpoint.client.send(endpoint.request, stream=True)
         try:
             if resp.status_code != 200:
@@ -401,8 +402,11 @@ class DirectSource:
         task = self._inflight_gpu.get(url)
         if task is None:
             task = self._inflight_gpu[url] = asyncio.ensure_future(self._guarded(self._fetch_gpu(url)))
-            task.add_done_callback(lambda _t, u=url: self._inflight_gpu.pop(u, None))
+            task.add_done_callback(functools.partial(self._gpu_done, url))
         return task
+
+    def _gpu_done(self, url: str, _task: object) -> None:
+        self._inflight_gpu.pop(url, None)
 
     async def _scrape(self, t: Target, ts: float) -> Scrape:
         # Started early so that it runs beside the replica's own fetch.
@@ -410,8 +414,8 @@ class DirectSource:
         t0 = time.perf_counter()
         text, error = await self._guarded(self._fetch(self._endpoint(t)))
         latency = time.perf_counter() - t0
-        if error is not None:
-            return Scrape(ts=ts, replica=t.name, error=error, group=t.group, latency_s=latency)
+        if error is not None or text is None:
+            return Scrape(ts=ts, replica=t.name, error=error or "no page", group=t.group, latency_s=latency)
         sample, bad = engines.read_page(text)
         if bad is not None:
             # an engine-less page keeps its text for the recorder; an unreadable one does not

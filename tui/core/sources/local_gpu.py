@@ -26,7 +26,7 @@ MODES = ("auto", "local", "exporter", "none")
 def _local_names() -> set[str]:
     names = {"localhost", socket.gethostname()}
     try:
-        names |= {a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None)}
+        names |= {str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), None)}
     except OSError:
         pass
     return names

@@ -11,12 +11,12 @@ from typing import Any
 from dataclasses import replace
 
 from ..model import Scrape
-from .base import Source
+from .prometheus import PrometheusSource
 from .kube import ClusterSource
 
 
 class PrometheusWithCluster:
-    def __init__(self, prom: Source, pods: ClusterSource) -> None:
+    def __init__(self, prom: PrometheusSource, pods: ClusterSource) -> None:
         self.prom = prom
         self.pods = pods
         self.cluster = pods.cluster  # the app's mitigation keys act through this

@@ -186,8 +186,8 @@ def parse_container(container: Mapping[str, Any], generation: str = "v1", engine
             start, form = first_flag, "wrapper"
             warnings.append(f"{engine.label} is started through a wrapper; flags are read where they appear")
         else:
-            values = {n: ArgValue(n, default_for(n, generation), "default", note=SPECS[n].note) for n in SPECS}
-            return VllmCommand(name, "not vllm", values, generation, ("no vLLM server found in this container",),
+            defaults = {n: ArgValue(n, default_for(n, generation), "default", note=SPECS[n].note) for n in SPECS}
+            return VllmCommand(name, "not vllm", defaults, generation, ("no vLLM server found in this container",),
                                engine=engine.name)
 
     # The invocation runs until the next shell separator.

@@ -45,7 +45,7 @@ class KubeApply(KubeTransport):
         fn = self.core.create_namespaced_pod_eviction
         for dry in ("All", None):
             try:
-                kw = {"dry_run": dry} if dry else {}
+                kw: dict[str, Any] = {"dry_run": dry} if dry else {}
                 await self._call(fn, t.name, t.namespace, plan.patch, **kw)
             except ClusterError as e:
                 if e.status != 429:

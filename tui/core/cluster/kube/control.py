@@ -33,13 +33,15 @@ class KubeControl(KubeTransport):
         kind, name = ref.get("kind"), ref.get("name")
         try:
             if kind == "ReplicaSet":
-                return await self._call(self.apps.read_namespaced_replica_set, name, namespace)
+                rs: dict[str, Any] = await self._call(self.apps.read_namespaced_replica_set, name, namespace)
+                return rs
             if kind in ("Deployment", "StatefulSet"):
                 return await self._read_workload(namespace, str(name), str(kind))
             group, _, version = str(ref.get("apiVersion") or "").rpartition("/")
             if not group:
                 return None
-            return await self._call(self._api("CustomObjectsApi").get_namespaced_custom_object, group, version, namespace, f"{str(kind).lower()}s", name)
+            custom: dict[str, Any] = await self._call(self._api("CustomObjectsApi").get_namespaced_custom_object, group, version, namespace, f"{str(kind).lower()}s", name)
+            return custom
         except ClusterError:
             return None
 

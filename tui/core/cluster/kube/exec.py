@@ -32,7 +32,8 @@ class KubeExec(KubeTransport):
             # over the same Configuration, so scrapes, lists and patches on the shared one stay plain HTTP
             api = client.ApiClient(self.api.configuration)
             try:
-                return stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace, **kw)
+                out: str = stream(client.CoreV1Api(api).connect_get_namespaced_pod_exec, pod, namespace, **kw)
+                return out
             finally:
                 api.close()
 

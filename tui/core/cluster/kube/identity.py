@@ -60,7 +60,7 @@ class KubeIdentity(KubeTransport):
         await self.whoami()
         return await super().apply_confirmed(plan)
 
-    async def drain(self, plan: ActionPlan, load: Any, **kw: Any) -> AsyncGenerator[Any, None]:  # type: ignore[override]
+    async def drain(self, plan: ActionPlan, load: Any, **kw: Any) -> AsyncGenerator[Any, None]:
         await self.whoami()
         inner = super().drain(plan, load, **kw)
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..plans import (
     DEFAULT_ROTATION_LABEL,
@@ -34,6 +34,9 @@ def _refuse(plan: ActionPlan, *why: str) -> ActionPlan:
 
 
 class KubePlans(KubeControl):
+    if TYPE_CHECKING:  # KubeReads' (the two are combined in KubeCluster)
+        async def _replica_sets(self, dep: Mapping[str, Any]) -> list[dict[str, Any]]: ...
+
     """Reads, then the pure builders of `..plans`."""
 
     async def _reverted_by(self, namespace: str, kind: str, obj: Mapping[str, Any], *, replicas: bool) -> list[str]:
@@ -169,7 +172,7 @@ class KubePlans(KubeControl):
         if ctl is not None:
             chain, hpas = await self.managed_by(namespace, kind or "", ctl)
         owner = (ctl.get("metadata") or {}).get("name") if kind == "Deployment" and ctl else None
-        replicas = int((ctl.get("spec") or {}).get("replicas", 1)) if owner else None
+        replicas = int((ctl.get("spec") or {}).get("replicas", 1)) if owner and ctl else None
         spare = False
         if rot.mechanism == "refused":
             errors.append(rot.error)

@@ -81,7 +81,7 @@ class KubeReads(KubeTransport):
             if r.status_code != 200:
                 raise ClusterError("server", f"{pod.name}: /metrics returned HTTP {r.status_code}", r.status_code)
             return r.text
-        return await self._call(
+        text: str = await self._call(
             self.core.connect_get_namespaced_pod_proxy_with_path,
             f"{pod.name}:{port}",
             pod.namespace,
@@ -90,6 +90,7 @@ class KubeReads(KubeTransport):
             _request_timeout=timeout,
             _pool=self._scrape_pool,  # as many threads as the budget lets requests be open: none waits here
         )
+        return text
 
     async def get_deployment(self, namespace: str, name: str, kind: str = "Deployment") -> DeploymentInfo:
         return deployment_info(await self._read_workload(namespace, name, kind), kind)
@@ -182,7 +183,7 @@ class KubeReads(KubeTransport):
         return container, text.splitlines()
 
     async def events(self, namespace: str, limit: int = 200, involving: str | None = None) -> list[EventInfo]:
-        kw = {"field_selector": f"involvedObject.name={involving}"} if involving else {}
+        kw: dict[str, Any] = {"field_selector": f"involvedObject.name={involving}"} if involving else {}
         data = await self._call(self.core.list_namespaced_event, self._ns(namespace), **kw)
         out = []
         for e in data.get("items") or []:

@@ -36,7 +36,9 @@ async def drain_requests(cluster: Any, plan: ActionPlan) -> list[dict[str, Any]]
     """The drain's requests in order, each sub-plan built now from the current state (reads only)."""
     ns, pod = plan.target.namespace, plan.target.name
     d = plan.data
-    owner, original, mech = d.get("owner"), d.get("replicas"), d.get("mechanism", "delete")
+    owner: Any = d.get("owner")  # as the planner wrote them; used only with `spare`
+    original: Any = d.get("replicas")
+    mech = d.get("mechanism", "delete")
     spare = bool(d.get("spare")) and owner and isinstance(original, int)
     subs: list[ActionPlan] = []
     if spare:

@@ -291,7 +291,8 @@ class KubeTransport(Cluster):
         raise ClusterError("bad-input", f"kvwatch manages Deployments and StatefulSets, not {kind}")
 
     async def _read_workload(self, namespace: str, name: str, kind: str) -> dict[str, Any]:
-        return await self._call(self._workload(kind)[0], name, namespace)
+        obj: dict[str, Any] = await self._call(self._workload(kind)[0], name, namespace)
+        return obj
 
     # ---- pod discovery, shared by the list and the watch ----
 

@@ -90,7 +90,8 @@ class KubeWatch(KubeTransport):
                         backoff = 0.5
                         if typ == "BOOKMARK":
                             continue
-                        key = ((obj.get("metadata") or {}).get("namespace"), (obj.get("metadata") or {}).get("name"))
+                        meta = obj.get("metadata") or {}
+                        key = (str(meta.get("namespace") or ""), str(meta.get("name") or ""))
                         if typ != "DELETED" and not self._keep(obj, sel):
                             continue
                         if typ == "DELETED" and key not in known:

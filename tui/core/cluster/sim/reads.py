@@ -78,7 +78,8 @@ class SimReads(SimState):
         rev_of: dict[tuple[EngineArgs, str], int] = {r.key: r.number for r in d.revisions}
         by_rev: dict[int, list[str]] = {}
         for n in pods:
-            by_rev.setdefault(rev_of.get(self._pod_key.get(n), 0), []).append(n)
+            key = self._pod_key.get(n)
+            by_rev.setdefault(rev_of.get(key, 0) if key is not None else 0, []).append(n)
 
         def rs(rev: SimRevision) -> ReplicaSetInfo:
             mine = by_rev.get(rev.number, [])

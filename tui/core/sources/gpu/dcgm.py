@@ -291,7 +291,7 @@ def join_range(
     values are looked up per timestamp.
     """
     series = list(series)
-    points = [dict(s.points) for s in series]
+    points: list[dict[float, float]] = [dict(s.points) for s in series]
     # Index with each row's value slot holding its series number.
     plan = assign(index_devices((s.labels, i) for i, s in enumerate(series)), replicas, allocations)
     stamps = sorted({ts for p in points for ts in p})
@@ -300,7 +300,7 @@ def join_range(
         for ts in stamps:
             at = [
                 DeviceRows(d.vendor, d.host, d.uuid, d.index, d.device, d.pod, d.namespace, {
-                    metric: [(labels, points[i][ts]) for labels, i in rows if ts in points[i]]
+                    metric: [(labels, points[int(i)][ts]) for labels, i in rows if ts in points[int(i)]]
                     for metric, rows in d.rows.items()
                 })
                 for d in devs

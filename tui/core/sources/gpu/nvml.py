@@ -95,6 +95,8 @@ class NvmlSampler(LibrarySampler):
         if self._events is False:
             return False
         wait = getattr(lib, "nvmlEventSetWait_v2", None) or getattr(lib, "nvmlEventSetWait", None)
+        if wait is None:  # an NVML without event sets
+            return False
         for _ in range(64):  # a burst of events is drained over a few refreshes, never forever
             try:
                 data = wait(self._events, 0)

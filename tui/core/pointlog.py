@@ -35,7 +35,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Iterator, SupportsIndex
+from typing import TYPE_CHECKING, Any, Callable, SupportsIndex
 
 from .model import AtLeast, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape
 
@@ -134,7 +134,13 @@ def _layout(key: tuple[Any, ...]) -> _Layout:
     return layout
 
 
-class Packed(array[Any]):
+if TYPE_CHECKING:
+    _ArrayBase = array[Any]
+else:
+    _ArrayBase = array  # not subscriptable at run time before Python 3.12
+
+
+class Packed(_ArrayBase):
     """Histograms in one array: the bucket counts of each, then the (sum, count) pair of each as
     doubles. The counts are whole numbers on every real page, so the array is of 32-bit
     unsigned integers (exact, half a double's size; each pair then takes four of them): a real

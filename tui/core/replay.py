@@ -52,7 +52,8 @@ def restore(like: Monitor, source: ReplaySource, k: int) -> tuple[int, Monitor]:
 def _frozen(obj: Any) -> bool:
     if obj is None or isinstance(obj, (str, bytes, int, float, bool, tuple, frozenset)):
         return True
-    return dataclasses.is_dataclass(obj) and bool(getattr(obj, "__dataclass_params__").frozen)
+    params = getattr(obj, "__dataclass_params__", None)  # set on every dataclass (and its instances)
+    return dataclasses.is_dataclass(obj) and params is not None and bool(params.frozen)
 
 
 def _clone(obj: Any, depth: int) -> Any:

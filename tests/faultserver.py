@@ -20,8 +20,11 @@ import functools
 import json
 import os
 import socket
+import ssl
 import struct
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zlib
@@ -140,6 +143,24 @@ def gzip_bomb(decompressed: int = 64 * 1024 * 1024) -> bytes:
     return b"".join(parts)
 
 
+@functools.lru_cache(maxsize=1)
+def self_signed() -> tuple[str, str]:
+    """(cert, key) files of a self-signed certificate for 127.0.0.1, made once per process with
+    the openssl command. A client trusts it through SSL_CERT_FILE=cert."""
+    d = tempfile.mkdtemp(prefix="kvwatch-tls-")
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=30)
+    return cert, key
+
+
+def _server_tls() -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(*self_signed())
+    return ctx
+
+
 # -- HTTP plumbing -------------------------------------------------------------------------------
 
 def _head(status: int, headers: dict[str, str], length: int | None) -> bytes:
@@ -185,6 +206,7 @@ class Endpoint:
     url: str
     started: float
     requests: list[Request] = field(default_factory=list)
+    conns: set = field(default_factory=set)
     server: asyncio.base_events.Server | None = None
 
 
@@ -341,15 +363,18 @@ class FaultServer:
     async def add(self, mode: str, **opts: Any) -> str:
         """Start an endpoint in `mode`; its base URL (http://127.0.0.1:PORT).
 
-        `refuse_for=T`: the port refuses connections (nothing listens) for T seconds first."""
+        `refuse_for=T`: the port refuses connections (nothing listens) for T seconds first.
+        `tls=True`: https with the certificate of `self_signed()`."""
         refuse_for = opts.pop("refuse_for", 0.0)
+        tls = _server_tls() if opts.pop("tls", False) else None
         handler = _modes(self, {"mode": mode, **opts})
         port = free_port()
-        ep = Endpoint(mode, port, f"http://{HOST}:{port}", time.monotonic())
+        ep = Endpoint(mode, port, f"{'https' if tls else 'http'}://{HOST}:{port}", time.monotonic())
         self.endpoints.append(ep)
 
         async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
             self._conns.add(w)
+            ep.conns.add(w)
             try:
                 while not self.stopped.is_set():
                     head = await r.readuntil(b"\r\n\r\n")
@@ -363,16 +388,17 @@ class FaultServer:
                     ep.requests.append(req)
                     await handler(req, w)
                     break  # Connection: close on every answer
-            except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ssl.SSLError):
                 pass
             finally:
                 self._conns.discard(w)
+                ep.conns.discard(w)
                 if not w.transport.is_closing():
                     w.close()
 
         async def listen() -> None:
             if not self.stopped.is_set():
-                ep.server = await asyncio.start_server(on_conn, HOST, port, reuse_address=True)
+                ep.server = await asyncio.start_server(on_conn, HOST, port, reuse_address=True, ssl=tls)
 
         if refuse_for:
             loop = asyncio.get_running_loop()
@@ -383,6 +409,15 @@ class FaultServer:
 
     def requests(self, url: str) -> list[Request]:
         return next(ep.requests for ep in self.endpoints if ep.url == url)
+
+    async def kill(self, url: str) -> None:
+        """The endpoint dies: its port stops listening (connections refused) and its open
+        connections are reset."""
+        ep = next(ep for ep in self.endpoints if ep.url == url)
+        if ep.server is not None:
+            ep.server.close()
+        for w in list(ep.conns):
+            w.transport.abort()
 
     async def stop(self) -> None:
         if self.stopped.is_set():

@@ -96,12 +96,14 @@ class _Endpoint:
     """One target's client: the lean HTTP/1.1 one (`lean`) for plain http without a proxy,
     else httpx (its own connection pool) with its prebuilt GET request."""
 
-    __slots__ = ("client", "request", "lean")
+    __slots__ = ("client", "request", "lean", "proxied")
 
-    def __init__(self, client: "httpx.AsyncClient | None", url: str, lean: Http1Client | None = None) -> None:
+    def __init__(self, client: "httpx.AsyncClient | None", url: str, lean: Http1Client | None = None,
+                 proxied: bool = False) -> None:
         self.client = client
         self.lean = lean
         self.request = client.build_request("GET", url) if client is not None else None
+        self.proxied = proxied  # through a proxy from the environment: its failures say so
 
     @property
     def is_closed(self) -> bool:
@@ -122,6 +124,18 @@ def _wants_httpx(url: str, trust_env: bool) -> bool:
     if not url.startswith("http://"):
         return True
     return trust_env and any(os.environ.get(v) for v in _PROXY_VARS)
+
+
+def _uses_proxy(url: str) -> bool:
+    """Whether httpx (trust_env) sends `url` through a proxy from the environment: the proxy for
+    its scheme or ALL_PROXY, unless NO_PROXY names its host."""
+    from urllib.request import getproxies_environment, proxy_bypass_environment
+
+    proxies = getproxies_environment()
+    parts = urlsplit(url)
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not proxy_bypass_environment(parts.netloc.rsplit("@", 1)[-1], proxies)
 
 
 def _charset(content_type: str) -> str:
@@ -234,9 +248,14 @@ class DirectSource:
                 self._pending[name] = asked
                 continue
             del self._inflight[name]
-            if task.cancelled() or task.exception() is not None:
+            if task.cancelled():
                 continue
-            scrape = task.result()
+            if task.exception() is not None:  # a failure _guarded did not map: still the replica's
+                t = targets.get(name)
+                scrape = Scrape(ts=asked, replica=name, error=f"scrape failed ({type(task.exception()).__name__})",
+                                group=t.group if t else None)
+            else:
+                scrape = task.result()
             if name in targets:  # a target removed meanwhile: its late answer is dropped
                 scrapes.append(scrape)
         return scrapes
@@ -301,7 +320,7 @@ class DirectSource:
             trust_env=self.trust_env,
             cookies=_NoCookies(),
         )
-        return _Endpoint(client, url)
+        return _Endpoint(client, url, proxied=self.trust_env and _uses_proxy(url))
 
     def _endpoint(self, t: Target) -> _Endpoint:
         e = self._clients.get(t.name)
@@ -317,22 +336,24 @@ class DirectSource:
             except Exception:  # noqa: BLE001 - closing a broken client must not fail a poll
                 pass
 
-    async def _guarded(self, coro):
-        """Run with the per-target deadline; returns (result, error reason)."""
+    async def _guarded(self, coro, proxied: bool = False):
+        """Run with the per-target deadline; returns (result, error reason). A connection-level
+        reason through a proxy says so: the proxy, not the replica, may be what failed."""
         try:
             async with asyncio.timeout(self.timeout):
                 return await coro, None
         except TimeoutError:
-            return None, f"timeout after {float(self.timeout)}s"
+            reason = f"timeout after {float(self.timeout)}s"
         except ScrapeError as e:
             return None, str(e)
         except OSError as e:
-            return None, _os_reason(e)
+            reason = _os_reason(e)
         except Exception as e:  # noqa: BLE001 - one endpoint's odd failure must not stop the poll
             httpx = sys.modules.get("httpx")  # imported only where an endpoint uses it
-            if httpx is not None and isinstance(e, httpx.HTTPError):
-                return None, _http_reason(e, self.timeout)
-            return None, f"scrape failed ({type(e).__name__})"
+            if httpx is None or not isinstance(e, httpx.HTTPError):
+                return None, f"scrape failed ({type(e).__name__})"
+            reason = _http_reason(e, self.timeout)
+        return None, f"via proxy: {reason}" if proxied and not reason.startswith("proxy") else reason
 
     async def _fetch(self, endpoint: _Endpoint) -> str:
         if endpoint.lean is not None:
@@ -406,7 +427,8 @@ class DirectSource:
         # Started early so that it runs beside the replica's own fetch.
         gpu_task = self._gpu_task(t.gpu_url) if t.gpu_url else None
         t0 = time.perf_counter()
-        text, error = await self._guarded(self._fetch(self._endpoint(t)))
+        endpoint = self._endpoint(t)
+        text, error = await self._guarded(self._fetch(endpoint), endpoint.proxied)
         latency = time.perf_counter() - t0
         if error is not None:
             return Scrape(ts=ts, replica=t.name, error=error, group=t.group, latency_s=latency)
@@ -439,6 +461,10 @@ class DirectSource:
 
 
 def _http_reason(e: httpx.HTTPError, timeout: float) -> str:
+    import httpx  # at run time: the module-level name exists only for type checking
+
+    if isinstance(e, httpx.ProxyError):
+        return "proxy refused the connection to the replica"
     if isinstance(e, httpx.TimeoutException):
         return f"timeout after {float(timeout)}s"
     if isinstance(e, httpx.ConnectError):
@@ -459,6 +485,8 @@ def _http_reason(e: httpx.HTTPError, timeout: float) -> str:
 def _connect_reason(e: Exception) -> str:
     cause: BaseException | None = e
     while cause is not None:
+        if isinstance(cause, ssl.SSLError):
+            return _tls_reason(cause)
         if isinstance(cause, OSError) and cause.errno is not None:
             return _os_reason(cause)
         cause = cause.__cause__ or cause.__context__
@@ -470,6 +498,18 @@ def _connect_reason(e: Exception) -> str:
     if "ssl" in text or "certificate" in text:
         return "TLS error"
     return "cannot connect"
+
+
+def _tls_reason(e: ssl.SSLError) -> str:
+    """OpenSSL's own short words for why (its verify message or reason code), printable ASCII."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        why = e.verify_message or "certificate verify failed"
+        head = "TLS: certificate not trusted"
+    else:
+        why = e.reason or type(e).__name__
+        head = "TLS error"
+    why = "".join(c for c in str(why) if " " <= c <= "~")[:80]
+    return f"{head} ({why})"
 
 
 def _os_reason(e: OSError) -> str:

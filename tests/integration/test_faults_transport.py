@@ -1,0 +1,93 @@
+"""Every transport's failures reach the replica's row: https (httpx), a proxy from the
+environment (httpx), and the lean plain-http client. `kvwatch --url ... --json` against the fault
+servers of tests/faultserver.py on 127.0.0.1; a failed scrape is a down replica with its reason,
+never a missing one or a frozen "ok"."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from tests.faultserver import FaultServer, clean_env, free_port, run_cli, self_signed
+
+RUNNING = 7.0  # what the healthy page says
+
+
+def urls(*us: str) -> list[str]:
+    return [a for u in us for a in ("--url", u)]
+
+
+def by_url(line: dict, url: str) -> dict:
+    name = url.split("://", 1)[1]
+    return next(r for r in line["replicas"] if r["name"] == name)
+
+
+def tls_env(tmp: str, **extra: str) -> dict[str, str]:
+    """The child trusts the fault server's self-signed certificate."""
+    return clean_env(tmp, SSL_CERT_FILE=self_signed()[0], **extra)
+
+
+async def test_https_to_a_closed_port_is_down_with_its_reason(tmp_path: Path) -> None:
+    async with FaultServer(lifetime=30) as fs:
+        ok = await fs.add("healthy", tls=True)
+        closed = f"https://127.0.0.1:{free_port()}"
+        run = await run_cli(str(tmp_path), *urls(ok, closed), "--json", "--duration", "2", "--interval", "0.5",
+                            env=tls_env(str(tmp_path)))
+    assert run.rc == 0, run.err
+    assert "Traceback" not in run.err
+    last = run.json_lines()[-1]
+    assert by_url(last, ok)["state"] == "ok" and by_url(last, ok)["running"] == RUNNING
+    r = by_url(last, closed)
+    assert r["state"] == "down" and "refused" in r["error"], r
+
+
+async def test_https_without_trust_is_down_with_a_tls_reason(tmp_path: Path) -> None:
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add("healthy", tls=True)
+        run = await run_cli(str(tmp_path), *urls(url), "--json", "--duration", "1.5", "--interval", "0.5")
+    assert "Traceback" not in run.err
+    r = by_url(run.json_lines()[-1], url)
+    assert r["state"] == "down" and ("TLS" in r["error"] or "certificate" in r["error"]), r
+
+
+@pytest.mark.parametrize("tls", [True, False], ids=["https", "http"])
+async def test_a_replica_that_dies_mid_run_is_not_left_ok(tmp_path: Path, tls: bool) -> None:
+    """Its row says the failure (stale with its age and reason, then down), on either client."""
+    async with FaultServer(lifetime=40) as fs:
+        ok, dying = await fs.add("healthy", tls=tls), await fs.add("healthy", tls=tls)
+        task = asyncio.create_task(run_cli(str(tmp_path), *urls(ok, dying), "--json", "--duration", "4",
+                                           "--interval", "0.5", "--timeout", "1", env=tls_env(str(tmp_path))))
+        while len(fs.requests(dying)) < 2 and not task.done():
+            await asyncio.sleep(0.05)
+        await fs.kill(dying)
+        run = await task
+    assert run.rc == 0, run.err
+    lines = run.json_lines()
+    assert any(by_url(line, dying)["state"] == "ok" for line in lines)  # it was up first
+    r = by_url(lines[-1], dying)
+    assert r["state"] in ("stale", "down") and r["error"], r
+    assert r["state"] == "down" or r["age_s"] >= 1.0, r
+    assert by_url(lines[-1], ok)["state"] == "ok"
+
+
+async def test_a_dead_proxy_puts_the_replicas_down_with_the_proxy_named(tmp_path: Path) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add("healthy")
+        for var in ("http_proxy", "HTTPS_PROXY", "ALL_PROXY"):
+            run = await run_cli(str(tmp_path), *urls(url), "--json", "--duration", "1.5", "--interval", "0.5",
+                                env=clean_env(str(tmp_path), **{var: dead}))
+            assert "Traceback" not in run.err, var
+            lines = run.json_lines()
+            r = by_url(lines[-1], url) if var != "HTTPS_PROXY" else None
+            if r is None:  # an https proxy is not used for a plain http URL: still read directly
+                assert by_url(lines[-1], url)["state"] == "ok", lines[-1]
+                continue
+            assert r["state"] == "down" and "proxy" in r["error"] and "refused" in r["error"], (var, r)
+        https_url = await fs.add("healthy", tls=True)
+        run = await run_cli(str(tmp_path), *urls(https_url), "--json", "--duration", "1.5", "--interval", "0.5",
+                            env=tls_env(str(tmp_path), HTTPS_PROXY=dead))
+    r = by_url(run.json_lines()[-1], https_url)
+    assert r["state"] == "down" and "proxy" in r["error"], r

@@ -6,6 +6,8 @@ never a missing one or a frozen "ok"."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import gzip
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,39 @@ async def test_a_dead_proxy_puts_the_replicas_down_with_the_proxy_named(tmp_path
                             env=tls_env(str(tmp_path), HTTPS_PROXY=dead))
     r = by_url(run.json_lines()[-1], https_url)
     assert r["state"] == "down" and "proxy" in r["error"], r
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+async def test_url_credentials_are_sent_as_basic_auth_and_never_shown(tmp_path: Path, tls: bool) -> None:
+    secret = "pw-S3CRET-91c"
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add("healthy", tls=tls)
+        scheme, hostport = url.split("://", 1)
+        with_creds = f"{scheme}://ops%40corp:{secret}@{hostport}"
+        rec = tmp_path / "rec.jsonl"
+        run = await run_cli(str(tmp_path), *urls(with_creds), "--json", "--duration", "1.5", "--interval", "0.5",
+                            "--record", str(rec), env=tls_env(str(tmp_path)))
+        reqs = fs.requests(url)
+    assert run.rc == 0, run.err
+    assert reqs, "no request reached the server"
+    expected = "Basic " + base64.b64encode(f"ops@corp:{secret}".encode()).decode()
+    assert all(r.headers.get("authorization") == expected for r in reqs), reqs[0].headers
+    assert all(r.headers.get("host") == hostport for r in reqs), reqs[0].headers
+    r = run.json_lines()[-1]["replicas"][0]
+    assert r["name"] == hostport and r["state"] == "ok", r
+    assert secret not in run.out and secret not in run.err and "ops" not in run.out
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert rec in written
+    for p in written:
+        data = p.read_bytes()
+        if p.suffix == ".gz":
+            data = gzip.decompress(data)
+        assert secret.encode() not in data, p
+
+
+async def test_a_bad_url_with_credentials_is_refused_without_showing_them(tmp_path: Path) -> None:
+    secret = "pw-S3CRET-7ab"
+    for bad in (f"http://u:{secret}@127.0.0.1:99999", f"ftp://u:{secret}@127.0.0.1:80"):
+        run = await run_cli(str(tmp_path), "--url", bad, "--json", "--duration", "1")
+        assert run.rc == 2, (bad, run.err)
+        assert secret not in run.err and secret not in run.out, run.err

@@ -227,3 +227,18 @@ async def test_a_cancelled_request_leaves_no_half_read_connection():
         resp, body = await get(srv.url, client=c)
         assert body == PAGE  # a fresh connection, not the rest of the first answer
         await c.aclose()
+
+
+async def test_authorization_goes_to_the_urls_own_origin_only():
+    async with Raw(lambda n, req: ok()) as other:
+        def respond(n, req):
+            return (f"HTTP/1.1 302 Found\r\nLocation: {other.url}\r\nContent-Length: 0\r\n\r\n".encode()
+                    if n == 0 else ok())
+        async with Raw(respond) as first:
+            c = Http1Client(first.url, {}, CAP, auth="Basic dTpw")
+            resp, body = await asyncio.wait_for(c.get(), 5)
+            await c.aclose()
+    assert resp.status == 200 and body == PAGE
+    assert b"Authorization: Basic dTpw\r\n" in first.requests[0]
+    assert b"Authorization" not in other.requests[0]  # a redirect elsewhere does not get it
+    assert first.requests[0].split(b"\r\n")[1] == f"Host: {first.url.split('/')[2]}".encode()

@@ -11,6 +11,7 @@ and a poll publishes on its schedule (`pace`), so a hanging replica never delays
 from __future__ import annotations
 
 import asyncio
+import base64
 import codecs
 import errno
 import functools
@@ -22,7 +23,7 @@ import time
 from dataclasses import dataclass
 from http.cookiejar import CookieJar
 from typing import TYPE_CHECKING, Callable, Iterable
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .. import engines
 from ..metrics.extract import parse_dcgm, to_gpu
@@ -58,22 +59,54 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def redact_url(url: str) -> str:
+    """`url` with any user:password@ replaced by `***@`: what may be shown or recorded."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, tail = rest.partition("/")
+    if "@" not in authority:
+        return url
+    return f"{scheme}{sep}***@{authority.rsplit('@', 1)[1]}{slash}{tail}"
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(`url` without its userinfo, (user, password) percent-decoded, or None)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    host = parts.netloc.rsplit("@", 1)[1]
+    creds = (unquote(parts.username or ""), unquote(parts.password or ""))
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), creds
+
+
+def basic_auth(creds: tuple[str, str]) -> str:
+    return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode("ascii")
+
+
+def display_name(url: str) -> str:
+    """A --url target's name on screen and in recordings: host:port[/path], no credentials."""
+    return split_credentials(url)[0].split("://", 1)[-1].rsplit("/metrics", 1)[0]
+
+
 def normalize_url(url: str) -> str:
-    """`host:port` or `http://host:port` -> `http://host:port/metrics`; ValueError if unusable."""
+    """`host:port` or `http://host:port` -> `http://host:port/metrics`; ValueError if unusable.
+    Credentials (user:password@) are kept for the request but never put in an error."""
     raw = url.strip()
     if not raw:
         raise ValueError("empty URL")
     if "://" not in raw:
         raw = "http://" + raw
+    shown = redact_url(url.strip())
     parts = urlsplit(raw)
     if parts.scheme not in ("http", "https"):
-        raise ValueError(f"{url!r}: only http:// and https:// URLs can be scraped")
+        raise ValueError(f"{shown!r}: only http:// and https:// URLs can be scraped")
     if not parts.hostname:
-        raise ValueError(f"{url!r}: no host in URL")
+        raise ValueError(f"{shown!r}: no host in URL")
     try:
         parts.port  # noqa: B018 - raises on a bad port
     except ValueError:
-        raise ValueError(f"{url!r}: bad port") from None
+        raise ValueError(f"{shown!r}: bad port") from None
     path = parts.path if parts.path not in ("", "/") else "/metrics"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
@@ -198,7 +231,7 @@ class DirectSource:
             return self._fixed_description
         urls = [t.url for t in self._targets.values()]
         if len(urls) == 1:
-            return f"direct: {urls[0]}"
+            return f"direct: {redact_url(urls[0])}"
         return f"direct: {len(urls)} endpoints"
 
     @property
@@ -307,11 +340,16 @@ class DirectSource:
 
     # -- internals -----------------------------------------------------------------------------
     def _new_endpoint(self, url: str) -> _Endpoint:
+        # user:password@ in the URL is Basic auth for that origin; never in the Host header
+        url, creds = split_credentials(url)
         if not _wants_httpx(url, self.trust_env):
-            return _Endpoint(None, url, Http1Client(url, {"Accept": ACCEPT, "User-Agent": "kvwatch"}, self.max_bytes))
+            auth = basic_auth(creds) if creds else None
+            return _Endpoint(None, url, Http1Client(url, {"Accept": ACCEPT, "User-Agent": "kvwatch"}, self.max_bytes,
+                                                    auth=auth))
         import httpx  # only for https or a proxy: ~60 ms of import that plain http never pays
 
         client = httpx.AsyncClient(
+            auth=httpx.BasicAuth(*creds) if creds else None,  # httpx drops it on a cross-origin redirect
             verify=_ssl_context(),
             headers={"Accept": ACCEPT, "User-Agent": "kvwatch"},
             timeout=httpx.Timeout(self.timeout),

@@ -54,10 +54,13 @@ class _Conn:
 class Http1Client:
     """GETs one URL (following redirects) over one kept-alive connection."""
 
-    def __init__(self, url: str, headers: dict[str, str], max_bytes: int) -> None:
+    def __init__(self, url: str, headers: dict[str, str], max_bytes: int, auth: str | None = None) -> None:
         self.url = url
         self.max_bytes = max_bytes
         self._headers = "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "Accept-Encoding: gzip\r\n"
+        # an Authorization value, sent only to the URL's own origin (not to a redirect elsewhere)
+        self._auth = f"Authorization: {auth}\r\n" if auth else ""
+        self._origin: tuple | None = None  # (scheme, host, port) of `url`: set by its first request
         self._conn: _Conn | None = None
         self._requests: dict[str, tuple[bytes, tuple[str | None, int]]] = {}  # url -> _target(url), built once
         self.closed = False
@@ -118,7 +121,12 @@ class Http1Client:
         if got is None:
             parts = urlsplit(url)
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            req = f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n{self._headers}\r\n".encode("latin-1")
+            host = parts.netloc.rsplit("@", 1)[-1]  # never the userinfo
+            origin = (parts.scheme, parts.hostname, parts.port or 80)
+            if self._origin is None:  # every get() asks for self.url first
+                self._origin = origin
+            auth = self._auth if origin == self._origin else ""
+            req = f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{self._headers}{auth}\r\n".encode("latin-1")
             if len(self._requests) > 16:  # redirect targets: a loop must not grow this
                 self._requests.clear()
             got = self._requests[url] = (req, (parts.hostname, parts.port or 80))

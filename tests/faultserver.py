@@ -19,6 +19,7 @@ import asyncio
 import functools
 import json
 import os
+import random
 import socket
 import ssl
 import struct
@@ -29,7 +30,7 @@ import threading
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -161,6 +162,21 @@ def _server_tls() -> ssl.SSLContext:
     return ctx
 
 
+def gzip_cut(page: bytes, cut: int = 64) -> bytes:
+    """`page` gzipped, less its last `cut` bytes: no final block, no trailer (a stream cut short)."""
+    return zlib.compress(page, 6, 31)[:-cut]
+
+
+def stored_deflate(size: int, seed: int = 1) -> "Iterator[bytes]":
+    """A gzip header, then non-final stored deflate blocks of pseudo-random bytes, `size` bytes in
+    all: a stream that never ends and never compresses, cheap to make."""
+    yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    block = random.Random(seed).randbytes(65535)
+    piece = b"\x00" + struct.pack("<HH", 65535, 0xFFFF ^ 65535) + block
+    for _ in range(max(1, size // len(piece))):
+        yield piece
+
+
 # -- HTTP plumbing -------------------------------------------------------------------------------
 
 def _head(status: int, headers: dict[str, str], length: int | None) -> bytes:
@@ -260,6 +276,28 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         body = gzip_bomb(opts.get("decompressed", 64 * 1024 * 1024))
         await _send(w, body, 200, METRICS_TYPE, **{"Content-Encoding": "gzip"})
 
+    async def gzip_truncated(req, w):  # a gzip stream without its end, its Content-Length honest
+        body = gzip_cut(page.encode(), opts.get("cut", 64))
+        await _send(w, body, 200, METRICS_TYPE, **{"Content-Encoding": "gzip"})
+
+    async def close_cut(req, w):  # HTTP/1.0, no length: the body ends at close, here mid-line
+        data = page.encode()
+        cut = data[: data.index(b"vllm:num_requests_waiting{") + 40]
+        w.write(b"HTTP/1.0 200 OK\r\nContent-Type: " + METRICS_TYPE.encode() + b"\r\n\r\n" + cut)
+        await w.drain()
+
+    async def short_length(req, w):  # Content-Length says more than is sent, then close
+        data = page.encode()
+        w.write(_head(200, {"Content-Type": METRICS_TYPE}, len(data) + 5000) + data)
+        await w.drain()
+
+    async def chunked_gzip_huge(req, w):  # gzip + one chunk of 0x7fffffff bytes, streamed
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + METRICS_TYPE.encode() +
+                b"\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n7fffffff\r\n")
+        for piece in stored_deflate(opts.get("size", 400 * 1024 * 1024)):
+            w.write(piece)
+            await w.drain()
+
     def static(page_fn: Callable[[], bytes | str]) -> Handler:
         cached = page_fn()
 
@@ -322,6 +360,10 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         "long_model": static(lambda: healthy_page(model="m" * opts.get("length", 5000))),
         "hang_after": hang_after,
         "prometheus": prometheus,
+        "gzip_truncated": gzip_truncated,
+        "close_cut": close_cut,
+        "short_length": short_length,
+        "chunked_gzip_huge": chunked_gzip_huge,
     }
     if mode not in table:
         raise ValueError(f"unknown fault mode {mode!r}; one of {', '.join(sorted(table))}")
@@ -330,7 +372,8 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
 
 MODES = ("healthy", "hang", "reset", "http500", "redirect_loop", "html", "slowloris", "huge", "gzip_bomb",
          "invalid_utf8", "many_series", "nan_inf", "counter_reset", "duplicate", "escapes", "flapping",
-         "engines", "long_model", "hang_after", "prometheus")
+         "engines", "long_model", "hang_after", "prometheus", "gzip_truncated", "close_cut", "short_length",
+         "chunked_gzip_huge")
 
 
 def free_port() -> int:

@@ -129,3 +129,34 @@ async def test_a_bad_url_with_credentials_is_refused_without_showing_them(tmp_pa
         run = await run_cli(str(tmp_path), "--url", bad, "--json", "--duration", "1")
         assert run.rc == 2, (bad, run.err)
         assert secret not in run.err and secret not in run.out, run.err
+
+
+@pytest.mark.parametrize("mode", ["gzip_truncated", "close_cut", "short_length"])
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+async def test_a_truncated_page_is_a_failed_scrape(tmp_path: Path, mode: str, tls: bool) -> None:
+    """A page cut short (gzip without its end, a close-delimited body cut mid-line, fewer bytes
+    than Content-Length) is never read as the whole page."""
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add(mode, tls=tls)
+        run = await run_cli(str(tmp_path), *urls(url), "--json", "--duration", "1.5", "--interval", "0.5",
+                            env=tls_env(str(tmp_path)))
+        assert fs.requests(url)
+    assert "Traceback" not in run.err
+    for line in run.json_lines():
+        r = by_url(line, url)
+        assert r["state"] == "down" and "truncated" in r["error"], r
+        assert r["running"] is None and r["kv_usage"] is None, r
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+async def test_gzip_in_a_huge_chunk_stops_at_the_body_cap(tmp_path: Path, tls: bool) -> None:
+    async with FaultServer(lifetime=60) as fs:
+        ok, bad = await fs.add("healthy", tls=tls), await fs.add("chunked_gzip_huge", tls=tls)
+        run = await run_cli(str(tmp_path), *urls(ok, bad), "--json", "--duration", "3", "--interval", "1",
+                            "--timeout", "2", timeout=60, env=tls_env(str(tmp_path)))
+    assert run.rc == 0, run.err
+    last = run.json_lines()[-1]
+    r = by_url(last, bad)
+    assert r["state"] == "down" and "over 4 MiB" in r["error"], r
+    assert by_url(last, ok)["state"] == "ok"
+    assert 0 < run.peak_rss_mb < 250, run.peak_rss_mb

@@ -242,3 +242,33 @@ async def test_authorization_goes_to_the_urls_own_origin_only():
     assert b"Authorization: Basic dTpw\r\n" in first.requests[0]
     assert b"Authorization" not in other.requests[0]  # a redirect elsewhere does not get it
     assert first.requests[0].split(b"\r\n")[1] == f"Host: {first.url.split('/')[2]}".encode()
+
+
+async def test_truncated_bodies_are_refused():
+    gz = gzip.compress(PAGE)
+    cases = [
+        ok(gz[:-12], "Content-Encoding: gzip"),  # gzip without its trailer
+        b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + PAGE[:-7],  # close-delimited, cut mid-line
+        ok(PAGE, "Connection: close")[:-100],  # fewer bytes than Content-Length, then close
+    ]
+    for raw in cases:
+        async with Raw(lambda n, req, raw=raw: raw if n == 0 else None) as srv:
+            with pytest.raises(HttpError, match="truncated"):
+                await get(srv.url)
+
+
+async def test_two_gzip_members_are_one_body():
+    raw = ok(gzip.compress(PAGE[:500]) + gzip.compress(PAGE[500:]), "Content-Encoding: gzip")
+    async with Raw(lambda n, req: raw) as srv:
+        _, body = await get(srv.url)
+    assert body == PAGE
+
+
+async def test_a_huge_gzip_chunk_is_read_in_pieces_and_capped():
+    from tests.faultserver import stored_deflate
+
+    head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n7fffffff\r\n")
+    async with Raw(lambda n, req: [head, *stored_deflate(4 * CAP)] if n == 0 else None) as srv:
+        with pytest.raises(BodyTooLarge):
+            await get(srv.url)  # before: waited for all 2 GiB of the chunk

@@ -29,7 +29,7 @@ from .. import engines
 from ..metrics.extract import parse_dcgm, to_gpu
 from ..metrics.parser import Page, content_type_reason, not_metrics_reason
 from ..model import GpuSample, Scrape
-from .http1 import BodyTooLarge, Http1Client, HttpError
+from .http1 import TRUNCATED, BodyDecoder, BodyTooLarge, Http1Client, HttpError
 
 if TYPE_CHECKING:
     import httpx
@@ -351,7 +351,7 @@ class DirectSource:
         client = httpx.AsyncClient(
             auth=httpx.BasicAuth(*creds) if creds else None,  # httpx drops it on a cross-origin redirect
             verify=_ssl_context(),
-            headers={"Accept": ACCEPT, "User-Agent": "kvwatch"},
+            headers={"Accept": ACCEPT, "User-Agent": "kvwatch", "Accept-Encoding": "gzip"},  # what BodyDecoder reads
             timeout=httpx.Timeout(self.timeout),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             follow_redirects=True,  # e.g. /metrics -> /metrics/ on a mounted ASGI app
@@ -406,18 +406,30 @@ class DirectSource:
             if reason is not None:
                 raise ScrapeError(reason)
             declared = resp.headers.get("content-length")
-            if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-                raise ScrapeError(f"response over {human_bytes(self.max_bytes)}")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.aiter_bytes():
-                size += len(chunk)
-                if size > self.max_bytes:
-                    raise ScrapeError(f"response over {human_bytes(self.max_bytes)}")
-                chunks.append(chunk)
+            over = ScrapeError(f"response over {human_bytes(self.max_bytes)}")
+            try:
+                # the raw bytes through the lean client's decoder: the same cap after
+                # decompression, the same check that a gzip stream reached its end
+                body = BodyDecoder(resp.headers.get("content-encoding", ""), self.max_bytes)
+                raw_cap = 2 * self.max_bytes + 65536
+                if declared is not None and declared.isdigit() and int(declared) > (
+                        raw_cap if body.enc else self.max_bytes):
+                    raise over
+                raw = 0
+                async for chunk in resp.aiter_raw():
+                    raw += len(chunk)
+                    if raw > raw_cap:
+                        raise over
+                    body.feed(chunk)
+                close_delimited = declared is None and "chunked" not in resp.headers.get("transfer-encoding", "")
+                data = body.finish(close_delimited)
+            except BodyTooLarge:
+                raise over from None
+            except HttpError as e:
+                raise ScrapeError(str(e)) from None
         finally:
             await resp.aclose()
-        return self._decode(b"".join(chunks), ctype)
+        return self._decode(data, ctype)
 
     async def _fetch_lean(self, client: Http1Client) -> tuple[bytes, str]:
         try:
@@ -508,6 +520,8 @@ def _http_reason(e: httpx.HTTPError, timeout: float) -> str:
     if isinstance(e, httpx.ConnectError):
         return _connect_reason(e)
     if isinstance(e, httpx.RemoteProtocolError):
+        if "message body" in str(e) or "incomplete chunked" in str(e):  # h11: closed before the body's end
+            return f"{TRUNCATED} (connection closed mid-body)"
         return "bad HTTP response (connection closed or not HTTP)"
     if isinstance(e, httpx.ReadError):
         return "connection reset while reading"

@@ -162,6 +162,17 @@ def _server_tls() -> ssl.SSLContext:
     return ctx
 
 
+def long_first_line_page(length: int = 20_000) -> str:
+    """A healthy page whose first line is a sample with a label value of `length` characters."""
+    return f'vllm:build_info{{engine="0",note="{"x" * length}"}} 1.0\n' + healthy_page()
+
+
+def after_eof_page() -> str:
+    """An OpenMetrics-style `# EOF`, then samples that must not count (running 999)."""
+    return (healthy_page() + "# EOF\n" +
+            'vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 999.0\n')
+
+
 def gzip_cut(page: bytes, cut: int = 64) -> bytes:
     """`page` gzipped, less its last `cut` bytes: no final block, no trailer (a stream cut short)."""
     return zlib.compress(page, 6, 31)[:-cut]
@@ -298,6 +309,20 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
             w.write(piece)
             await w.drain()
 
+    async def rate_limited(req, w):  # 429 with Retry-After on the first request, then healthy
+        if req.n == 0:
+            await _send(w, "slow down\n", 429, "text/plain", **{"Retry-After": str(opts.get("retry_after", 2))})
+        else:
+            await _send(w, page)
+
+    async def continue_first(req, w):  # an interim 100 Continue before the answer
+        w.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await _send(w, page)
+
+    async def protobuf(req, w):  # the binary exposition format, whatever was asked for
+        await _send(w, b"\x8d\x01\n\x1avllm:num_requests_running\x12\x04help\x18\x01", 200,
+                    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited")
+
     def static(page_fn: Callable[[], bytes | str]) -> Handler:
         cached = page_fn()
 
@@ -360,6 +385,11 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         "long_model": static(lambda: healthy_page(model="m" * opts.get("length", 5000))),
         "hang_after": hang_after,
         "prometheus": prometheus,
+        "rate_limited": rate_limited,
+        "continue_first": continue_first,
+        "protobuf": protobuf,
+        "long_first_line": static(long_first_line_page),
+        "after_eof": static(after_eof_page),
         "gzip_truncated": gzip_truncated,
         "close_cut": close_cut,
         "short_length": short_length,
@@ -373,7 +403,7 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
 MODES = ("healthy", "hang", "reset", "http500", "redirect_loop", "html", "slowloris", "huge", "gzip_bomb",
          "invalid_utf8", "many_series", "nan_inf", "counter_reset", "duplicate", "escapes", "flapping",
          "engines", "long_model", "hang_after", "prometheus", "gzip_truncated", "close_cut", "short_length",
-         "chunked_gzip_huge")
+         "chunked_gzip_huge", "rate_limited", "continue_first", "protobuf", "long_first_line", "after_eof")
 
 
 def free_port() -> int:

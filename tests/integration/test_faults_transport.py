@@ -160,3 +160,35 @@ async def test_gzip_in_a_huge_chunk_stops_at_the_body_cap(tmp_path: Path, tls: b
     assert r["state"] == "down" and "over 4 MiB" in r["error"], r
     assert by_url(last, ok)["state"] == "ok"
     assert 0 < run.peak_rss_mb < 250, run.peak_rss_mb
+
+
+async def test_429_with_retry_after_is_said_and_honoured(tmp_path: Path) -> None:
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add("rate_limited", retry_after=2)
+        run = await run_cli(str(tmp_path), *urls(url), "--json", "--duration", "3.5", "--interval", "0.5")
+        reqs = fs.requests(url)
+    assert run.rc == 0, run.err
+    lines = run.json_lines()
+    first = by_url(lines[0], url)
+    assert "429" in first["error"] and "retry" in first["error"].lower(), first
+    assert len(reqs) >= 2, reqs  # asked again after the wait, and read
+    assert reqs[1].at - reqs[0].at >= 1.9, [r.at for r in reqs]  # not before Retry-After
+    assert by_url(lines[-1], url)["state"] == "ok"
+
+
+@pytest.mark.parametrize(("mode", "reason"), [("continue_first", None), ("long_first_line", None),
+                                              ("after_eof", None), ("protobuf", "protobuf")])
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+async def test_page_format_edges(tmp_path: Path, mode: str, reason: str | None, tls: bool) -> None:
+    """100 Continue before the answer, a first sample line over 16 KiB and samples after `# EOF`
+    read as the page says; a protobuf answer is named as such."""
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add(mode, tls=tls)
+        run = await run_cli(str(tmp_path), *urls(url), "--json", "--duration", "1.5", "--interval", "0.5",
+                            env=tls_env(str(tmp_path)))
+    assert run.rc in (0, 3), run.err
+    r = by_url(run.json_lines()[-1], url)
+    if reason is None:
+        assert r["state"] == "ok" and r["running"] == RUNNING, r
+    else:
+        assert r["state"] == "down" and reason in r["error"], r

@@ -272,3 +272,9 @@ async def test_a_huge_gzip_chunk_is_read_in_pieces_and_capped():
     async with Raw(lambda n, req: [head, *stored_deflate(4 * CAP)] if n == 0 else None) as srv:
         with pytest.raises(BodyTooLarge):
             await get(srv.url)  # before: waited for all 2 GiB of the chunk
+
+
+async def test_interim_100_continue_is_skipped():
+    async with Raw(lambda n, req: b"HTTP/1.1 100 Continue\r\n\r\n" + ok()) as srv:
+        resp, body = await get(srv.url)
+    assert resp.status == 200 and body == PAGE

@@ -184,7 +184,43 @@ def _charset(content_type: str) -> str:
 
 
 class ScrapeError(Exception):
-    """A short, human reason why one endpoint could not be read."""
+    """A short, human reason why one endpoint could not be read; `retry_after`: seconds the
+    server asked to be left alone for (429/503 with Retry-After)."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+MAX_RETRY_AFTER = 300.0  # a longer ask is capped: the replica is checked again within 5 min
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After in seconds (delta-seconds or an HTTP date), within [0, MAX_RETRY_AFTER]."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        secs = float(value)
+    else:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            secs = parsedate_to_datetime(value).timestamp() - (time.time() if now is None else now)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return min(max(secs, 0.0), MAX_RETRY_AFTER)
+
+
+def status_error(status: int, headers) -> ScrapeError:
+    """The error for a non-200 answer; a rate limit says how long it asked for."""
+    wait = retry_after_s(headers.get("retry-after")) if status in (429, 503) else None
+    if status == 429:
+        return ScrapeError(f"HTTP 429 (rate limited; retry after {wait:.0f} s)" if wait is not None
+                           else "HTTP 429 (rate limited)", wait)
+    if wait is not None:
+        return ScrapeError(f"HTTP {status} (retry after {wait:.0f} s)", wait)
+    return ScrapeError(f"HTTP {status}")
 
 
 class DirectSource:
@@ -217,6 +253,7 @@ class DirectSource:
         self._inflight: dict[str, tuple[asyncio.Task, float]] = {}  # target name -> (its scrape, asked at)
         self._inflight_gpu: dict[str, asyncio.Task] = {}  # GPU URL -> its fetch
         self._pending: dict[str, float] = {}  # target name -> start ts of a scrape not yet answered
+        self._not_before: dict[str, tuple[float, str]] = {}  # name -> (monotonic, reason): Retry-After
         # How long a poll waits for answers before it publishes what arrived (`pace`); None
         # waits for every answer (each is bounded by the timeout), as a one-shot caller expects.
         self.publish_s: float | None = None
@@ -264,9 +301,18 @@ class DirectSource:
         if wait is not None and wait >= self.timeout:
             wait = None  # every scrape ends by its own timeout: wait for them all
         ts = self.polled_at = self.clock()
+        held: list[Scrape] = []  # replicas that asked to be left alone (Retry-After): their reason again
+        mono = time.monotonic()
         for name, t in targets.items():
-            if name not in self._inflight:
-                self._inflight[name] = (asyncio.ensure_future(self._scrape(t, ts)), ts)
+            if name in self._inflight:
+                continue
+            wait = self._not_before.get(name)
+            if wait is not None:
+                if mono < wait[0]:
+                    held.append(Scrape(ts=ts, replica=name, error=wait[1], group=t.group))
+                    continue
+                del self._not_before[name]
+            self._inflight[name] = (asyncio.ensure_future(self._scrape(t, ts)), ts)
         t0 = time.monotonic()
         if self._inflight:
             await asyncio.wait([task for task, _ in self._inflight.values()], timeout=wait)
@@ -274,7 +320,7 @@ class DirectSource:
             # Publish at the same point of every refresh, answers early or not: the schedule
             # stays even when one refresh's answers all come back and the next one's do not.
             await asyncio.sleep(max(0.0, wait - (time.monotonic() - t0)))
-        scrapes: list[Scrape] = []
+        scrapes: list[Scrape] = held
         self._pending = {}
         for name, (task, asked) in list(self._inflight.items()):
             if not task.done():
@@ -325,6 +371,7 @@ class DirectSource:
             new[t.name] = t
         for name, old in self._targets.items():
             if name not in new or new[name] != old:
+                self._not_before.pop(name, None)
                 scrape = self._inflight.pop(name, None)
                 if scrape is not None:  # asked of the old target: its answer no longer applies
                     scrape[0].cancel()
@@ -374,7 +421,7 @@ class DirectSource:
             except Exception:  # noqa: BLE001 - closing a broken client must not fail a poll
                 pass
 
-    async def _guarded(self, coro, proxied: bool = False):
+    async def _guarded(self, coro, proxied: bool = False, on_retry: Callable[[float], None] | None = None):
         """Run with the per-target deadline; returns (result, error reason). A connection-level
         reason through a proxy says so: the proxy, not the replica, may be what failed."""
         try:
@@ -383,6 +430,8 @@ class DirectSource:
         except TimeoutError:
             reason = f"timeout after {float(self.timeout)}s"
         except ScrapeError as e:
+            if e.retry_after is not None and on_retry is not None:
+                on_retry(e.retry_after)
             return None, str(e)
         except OSError as e:
             reason = _os_reason(e)
@@ -400,7 +449,7 @@ class DirectSource:
         resp = await endpoint.client.send(endpoint.request, stream=True)
         try:
             if resp.status_code != 200:
-                raise ScrapeError(f"HTTP {resp.status_code}")
+                raise status_error(resp.status_code, resp.headers)
             ctype = resp.headers.get("content-type", "")
             reason = content_type_reason(ctype)  # before reading the body
             if reason is not None:
@@ -443,7 +492,7 @@ class DirectSource:
     def _check_head(self, status: int, headers: dict[str, str]) -> None:
         """What is known before the body: a wrong status or content type, a declared size."""
         if status != 200:
-            raise ScrapeError(f"HTTP {status}")
+            raise status_error(status, headers)
         reason = content_type_reason(headers.get("content-type", ""))
         if reason is not None:
             raise ScrapeError(reason)
@@ -478,7 +527,10 @@ class DirectSource:
         gpu_task = self._gpu_task(t.gpu_url) if t.gpu_url else None
         t0 = time.perf_counter()
         endpoint = self._endpoint(t)
-        text, error = await self._guarded(self._fetch(endpoint), endpoint.proxied)
+        asked_to_wait: list[float] = []
+        text, error = await self._guarded(self._fetch(endpoint), endpoint.proxied, asked_to_wait.append)
+        if asked_to_wait and error is not None:  # not asked again before Retry-After
+            self._not_before[t.name] = (time.monotonic() + asked_to_wait[0], error)
         latency = time.perf_counter() - t0
         if error is not None:
             return Scrape(ts=ts, replica=t.name, error=error, group=t.group, latency_s=latency)

@@ -218,7 +218,26 @@ class Http1Client:
                 self._drop()
                 raise
             conn.used = True
-            return _head(head), conn
+            try:
+                resp = _head(head)
+                for _ in range(8):  # interim answers (100 Continue, 103 Early Hints) precede the real one
+                    if not 100 <= resp.status < 200:
+                        break
+                    if resp.status == 101:
+                        raise HttpError("bad HTTP response (protocol switch)")
+                    resp = _head(await conn.reader.readuntil(b"\r\n\r\n"))
+                else:
+                    raise HttpError("bad HTTP response (too many interim answers)")
+            except asyncio.IncompleteReadError:
+                self._drop()
+                raise HttpError("bad HTTP response (connection closed or not HTTP)") from None
+            except asyncio.LimitOverrunError:
+                self._drop()
+                raise HttpError("bad HTTP response (headers too long)") from None
+            except BaseException:
+                self._drop()
+                raise
+            return resp, conn
         raise AssertionError("unreachable")
 
     async def _body(self, conn: _Conn, resp: Response, discard: bool = False) -> bytes:

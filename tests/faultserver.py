@@ -173,6 +173,32 @@ def after_eof_page() -> str:
             'vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 999.0\n')
 
 
+def sglang_page(retracted: float = 5e6, running: int = 3, kv_usage: float = 0.5) -> str:
+    """A small SGLang page (no `vllm:` name on it) whose counters are far from a vLLM page's."""
+    lab = 'model_name="m"'
+    out = []
+    for name, typ, val in (("sglang:num_running_reqs", "gauge", float(running)),
+                           ("sglang:num_queue_reqs", "gauge", 0.0),
+                           ("sglang:token_usage", "gauge", kv_usage),
+                           ("sglang:num_retracted_requests_total", "counter", retracted),
+                           ("sglang:prompt_tokens_total", "counter", 9e9),
+                           ("sglang:generation_tokens_total", "counter", 8e9)):
+        out += [f"# TYPE {name} {typ}", f"{name}{{{lab}}} {val!r}"]
+    return "\n".join(out) + "\n"
+
+
+def stepback_page(n: int) -> str:
+    """Preemptions 500, 499, 500, 499, ...: a counter read a step back (two pods behind one
+    address, a cached page), not a restart."""
+    return _replace_sample(healthy_page(), "vllm:num_preemptions_total", repr(500.0 - n % 2))
+
+
+def out_of_range_page() -> str:
+    """KV usage 1e300 and running -5: finite, but no engine can say them."""
+    page = _replace_sample(healthy_page(), "vllm:kv_cache_usage_perc", "1e300")
+    return _replace_sample(page, "vllm:num_requests_running", "-5")
+
+
 def gzip_cut(page: bytes, cut: int = 64) -> bytes:
     """`page` gzipped, less its last `cut` bytes: no final block, no trailer (a stream cut short)."""
     return zlib.compress(page, 6, 31)[:-cut]
@@ -323,6 +349,12 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         await _send(w, b"\x8d\x01\n\x1avllm:num_requests_running\x12\x04help\x18\x01", 200,
                     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited")
 
+    async def engine_flip(req, w):  # vLLM, SGLang, vLLM, ... on one address
+        await _send(w, page if req.n % 2 == 0 else sglang_page())
+
+    async def counter_stepback(req, w):
+        await _send(w, stepback_page(req.n))
+
     def static(page_fn: Callable[[], bytes | str]) -> Handler:
         cached = page_fn()
 
@@ -390,6 +422,9 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         "protobuf": protobuf,
         "long_first_line": static(long_first_line_page),
         "after_eof": static(after_eof_page),
+        "engine_flip": engine_flip,
+        "counter_stepback": counter_stepback,
+        "out_of_range": static(out_of_range_page),
         "gzip_truncated": gzip_truncated,
         "close_cut": close_cut,
         "short_length": short_length,
@@ -403,7 +438,8 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
 MODES = ("healthy", "hang", "reset", "http500", "redirect_loop", "html", "slowloris", "huge", "gzip_bomb",
          "invalid_utf8", "many_series", "nan_inf", "counter_reset", "duplicate", "escapes", "flapping",
          "engines", "long_model", "hang_after", "prometheus", "gzip_truncated", "close_cut", "short_length",
-         "chunked_gzip_huge", "rate_limited", "continue_first", "protobuf", "long_first_line", "after_eof")
+         "chunked_gzip_huge", "rate_limited", "continue_first", "protobuf", "long_first_line", "after_eof",
+         "engine_flip", "counter_stepback", "out_of_range")
 
 
 def free_port() -> int:

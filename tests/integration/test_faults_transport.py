@@ -192,3 +192,32 @@ async def test_page_format_edges(tmp_path: Path, mode: str, reason: str | None, 
         assert r["state"] == "ok" and r["running"] == RUNNING, r
     else:
         assert r["state"] == "down" and reason in r["error"], r
+
+
+@pytest.mark.parametrize("mode", ["engine_flip", "counter_stepback"])
+async def test_counters_are_not_mixed_or_reset_by_a_step_back(tmp_path: Path, mode: str) -> None:
+    """A page that alternates vLLM / SGLang never subtracts one engine's counter from the
+    other's; a counter that steps back by one is not a restart (both read as hundreds to
+    millions of preemptions a second before)."""
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add(mode)
+        run = await run_cli(str(tmp_path), *urls(url), "--json", "--duration", "3", "--interval", "0.25")
+        assert len(fs.requests(url)) >= 4
+    assert run.rc == 0, run.err
+    rows = [by_url(line, url) for line in run.json_lines()]
+    rates = [r["preemptions_per_s"] for r in rows if r["preemptions_per_s"] is not None]
+    assert max(rates, default=0.0) < 5, rates
+    assert rates or mode == "engine_flip"  # a rate across two engines is none at all
+    assert all(r["verdict"] != "kv-pressure" for r in rows), [r["verdict"] for r in rows]
+
+
+async def test_values_far_out_of_range_are_marked_invalid(tmp_path: Path) -> None:
+    async with FaultServer(lifetime=30) as fs:
+        url = await fs.add("out_of_range")
+        run = await run_cli(str(tmp_path), *urls(url), "--json", "--duration", "1.5", "--interval", "0.5")
+    assert run.rc == 0, run.err
+    r = by_url(run.json_lines()[-1], url)
+    assert r["kv_usage"] is None and r["running"] is None, r
+    assert "kv_usage" in r["invalid"] and "running" in r["invalid"], r["invalid"]
+    assert "1e+300" in r["invalid"]["kv_usage"] and "-5" in r["invalid"]["running"], r["invalid"]
+    assert r["verdict"] != "kv-pressure"

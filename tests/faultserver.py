@@ -349,6 +349,13 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         await _send(w, b"\x8d\x01\n\x1avllm:num_requests_running\x12\x04help\x18\x01", 200,
                     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited")
 
+    async def slow(req, w):  # answers after `delay` s: well within the refresh, after its publish point
+        try:
+            await asyncio.wait_for(fs.stopped.wait(), opts.get("delay", 0.3))
+            return
+        except TimeoutError:
+            await _send(w, page)
+
     async def engine_flip(req, w):  # vLLM, SGLang, vLLM, ... on one address
         await _send(w, page if req.n % 2 == 0 else sglang_page())
 
@@ -422,6 +429,7 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         "protobuf": protobuf,
         "long_first_line": static(long_first_line_page),
         "after_eof": static(after_eof_page),
+        "slow": slow,
         "engine_flip": engine_flip,
         "counter_stepback": counter_stepback,
         "out_of_range": static(out_of_range_page),
@@ -439,7 +447,7 @@ MODES = ("healthy", "hang", "reset", "http500", "redirect_loop", "html", "slowlo
          "invalid_utf8", "many_series", "nan_inf", "counter_reset", "duplicate", "escapes", "flapping",
          "engines", "long_model", "hang_after", "prometheus", "gzip_truncated", "close_cut", "short_length",
          "chunked_gzip_huge", "rate_limited", "continue_first", "protobuf", "long_first_line", "after_eof",
-         "engine_flip", "counter_stepback", "out_of_range")
+         "engine_flip", "counter_stepback", "out_of_range", "slow")
 
 
 def free_port() -> int:

@@ -221,3 +221,20 @@ async def test_values_far_out_of_range_are_marked_invalid(tmp_path: Path) -> Non
     assert "kv_usage" in r["invalid"] and "running" in r["invalid"], r["invalid"]
     assert "1e+300" in r["invalid"]["kv_usage"] and "-5" in r["invalid"]["running"], r["invalid"]
     assert r["verdict"] != "kv-pressure"
+
+
+async def test_an_answer_within_the_refresh_is_never_shown_stale(tmp_path: Path) -> None:
+    """A replica that answers in 0.3 s of a 1 s refresh (after the publish point, as every
+    replica does when the loop runs late under load) shows its values one refresh late, never
+    "stale"; one that stops answering is stale."""
+    async with FaultServer(lifetime=40) as fs:
+        slow = await fs.add("slow", delay=0.3)
+        stuck = await fs.add("hang_after", ok=2)
+        run = await run_cli(str(tmp_path), *urls(slow, stuck), "--json", "--duration", "5", "--interval", "1",
+                            "--timeout", "10", timeout=40)
+    assert run.rc == 0, run.err
+    lines = run.json_lines()
+    assert len(lines) >= 5
+    states = [by_url(line, slow)["state"] for line in lines]
+    assert states == ["ok"] * len(states), states
+    assert by_url(lines[-1], stuck)["state"] == "stale"

@@ -301,15 +301,19 @@ class DirectSource:
         if wait is not None and wait >= self.timeout:
             wait = None  # every scrape ends by its own timeout: wait for them all
         ts = self.polled_at = self.clock()
+        # Answers that came in since the last poll published: taken now, so that their replica
+        # is asked again at this poll (not every other one) and they are published even if the
+        # new answer is not in by the publish point.
+        answered = self._collect()
         held: list[Scrape] = []  # replicas that asked to be left alone (Retry-After): their reason again
         mono = time.monotonic()
         for name, t in targets.items():
             if name in self._inflight:
                 continue
-            wait = self._not_before.get(name)
-            if wait is not None:
-                if mono < wait[0]:
-                    held.append(Scrape(ts=ts, replica=name, error=wait[1], group=t.group))
+            hold = self._not_before.get(name)
+            if hold is not None:
+                if mono < hold[0]:
+                    held.append(Scrape(ts=ts, replica=name, error=hold[1], group=t.group))
                     continue
                 del self._not_before[name]
             self._inflight[name] = (asyncio.ensure_future(self._scrape(t, ts)), ts)
@@ -320,24 +324,31 @@ class DirectSource:
             # Publish at the same point of every refresh, answers early or not: the schedule
             # stays even when one refresh's answers all come back and the next one's do not.
             await asyncio.sleep(max(0.0, wait - (time.monotonic() - t0)))
-        scrapes: list[Scrape] = held
-        self._pending = {}
+        answered.update(self._collect())  # the newer answer wins
+        # Pending (shown stale): only a replica asked at an earlier poll and still unanswered,
+        # i.e. silent for a whole refresh. One asked at this poll whose answer comes after the
+        # publish point (a slow replica, or every replica when the loop runs late under load)
+        # is collected by the next poll: one refresh late, never stale.
+        self._pending = {name: asked for name, (task, asked) in self._inflight.items() if asked < ts}
+        return held + list(answered.values())
+
+    def _collect(self) -> dict[str, Scrape]:
+        """Take the finished scrapes out of the in-flight table: name -> its Scrape."""
+        out: dict[str, Scrape] = {}
+        targets = self._targets
         for name, (task, asked) in list(self._inflight.items()):
             if not task.done():
-                self._pending[name] = asked
                 continue
             del self._inflight[name]
-            if task.cancelled():
+            if task.cancelled() or name not in targets:  # a target removed meanwhile: dropped
                 continue
             if task.exception() is not None:  # a failure _guarded did not map: still the replica's
-                t = targets.get(name)
-                scrape = Scrape(ts=asked, replica=name, error=f"scrape failed ({type(task.exception()).__name__})",
-                                group=t.group if t else None)
+                t = targets[name]
+                out[name] = Scrape(ts=asked, replica=name, group=t.group,
+                                   error=f"scrape failed ({type(task.exception()).__name__})")
             else:
-                scrape = task.result()
-            if name in targets:  # a target removed meanwhile: its late answer is dropped
-                scrapes.append(scrape)
-        return scrapes
+                out[name] = task.result()
+        return out
 
     async def close(self) -> None:
         tasks = [*(t for t, _ in self._inflight.values()), *self._inflight_gpu.values()]

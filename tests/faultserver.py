@@ -430,6 +430,7 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         "long_first_line": static(long_first_line_page),
         "after_eof": static(after_eof_page),
         "slow": slow,
+        "small": static(lambda: small_page()),
         "engine_flip": engine_flip,
         "counter_stepback": counter_stepback,
         "out_of_range": static(out_of_range_page),
@@ -447,7 +448,7 @@ MODES = ("healthy", "hang", "reset", "http500", "redirect_loop", "html", "slowlo
          "invalid_utf8", "many_series", "nan_inf", "counter_reset", "duplicate", "escapes", "flapping",
          "engines", "long_model", "hang_after", "prometheus", "gzip_truncated", "close_cut", "short_length",
          "chunked_gzip_huge", "rate_limited", "continue_first", "protobuf", "long_first_line", "after_eof",
-         "engine_flip", "counter_stepback", "out_of_range", "slow")
+         "engine_flip", "counter_stepback", "out_of_range", "slow", "small")
 
 
 def free_port() -> int:
@@ -619,11 +620,21 @@ def _status_mb(pid: int, field: str) -> float:
     return 0.0
 
 
-async def run_cli(tmp: str, *argv: str, timeout: float = 30.0, env: dict[str, str] | None = None) -> CliRun:
-    """`python -m tui.cli ARGV` with a clean env; kills it after `timeout` s (rc None then)."""
+async def run_cli(tmp: str, *argv: str, timeout: float = 30.0, env: dict[str, str] | None = None,
+                  nofile: int | tuple[int, int] | None = None) -> CliRun:
+    """`python -m tui.cli ARGV` with a clean env; kills it after `timeout` s (rc None then).
+    `nofile`: the child's soft open-files limit (`ulimit -n`), its hard limit unchanged; or
+    (soft, hard)."""
+    def limit_files() -> None:
+        import resource
+
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, nofile if isinstance(nofile, tuple) else (nofile, hard))
+
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tui.cli", *argv, cwd=ROOT, env=env if env is not None else clean_env(tmp),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=64 * 1024 * 1024)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=64 * 1024 * 1024,
+        preexec_fn=limit_files if nofile is not None else None)
     t0 = time.monotonic()
     lines: list[tuple[float, str]] = []
     peak = 0.0

@@ -31,6 +31,8 @@ def direct_source(args: argparse.Namespace) -> Source:
         targets.append(Target(name=name, url=metrics_url, gpu_url=normalize_url(gpu) if gpu else None))
     desc = f"direct: {len(targets)} server{'s' if len(targets) != 1 else ''}"
     source = DirectSource(targets, timeout=args.timeout, description=desc, keep_raw=recording(args))
+    if source.notice:
+        print(f"kvwatch: {source.notice}", file=sys.stderr)
     from .core.sources.local_gpu import LocalGpuSource, choose
 
     gpus, ports, line = choose(mode, [(t.name, t.url) for t in targets])

@@ -238,3 +238,30 @@ async def test_an_answer_within_the_refresh_is_never_shown_stale(tmp_path: Path)
     states = [by_url(line, slow)["state"] for line in lines]
     assert states == ["ok"] * len(states), states
     assert by_url(lines[-1], stuck)["state"] == "stale"
+
+
+async def test_more_replicas_than_the_soft_open_files_limit(tmp_path: Path) -> None:
+    """`ulimit -n 1024` (a common default) and 1100 replicas: kvwatch raises its soft limit
+    toward the hard one at start, so no healthy replica is down with "Too many open files"."""
+    n = 1100
+    async with FaultServer(lifetime=90) as fs:
+        base = await fs.add("small")
+        targets = [f"{base}/r{i}/metrics" for i in range(n)]
+        run = await run_cli(str(tmp_path), *urls(*targets), "--json", "--duration", "4", "--interval", "2",
+                            "--timeout", "5", timeout=90, nofile=1024)
+    assert run.rc == 0, run.err[-2000:]
+    last = run.json_lines()[-1]["replicas"]
+    assert len(last) == n
+    failed = [r for r in last if r["error"]]  # on a loaded machine some may not have answered yet: no error
+    assert not failed, (len(failed), failed[0]["error"])
+    assert sum(r["state"] == "ok" for r in last) > n // 2
+    assert "open files" not in run.out.lower()
+
+
+async def test_a_hard_open_files_limit_too_low_is_said_with_the_number_needed(tmp_path: Path) -> None:
+    async with FaultServer(lifetime=60) as fs:
+        base = await fs.add("small")
+        run = await run_cli(str(tmp_path), *urls(*(f"{base}/r{i}/metrics" for i in range(300))), "--json",
+                            "--duration", "1", "--interval", "1", timeout=60, nofile=(256, 256))
+    assert "Traceback" not in run.err
+    assert "ulimit -n 428" in run.err and "300 connections" in run.err, run.err[-1000:]

@@ -29,6 +29,7 @@ from .. import engines
 from ..metrics.extract import parse_dcgm, to_gpu
 from ..metrics.parser import Page, content_type_reason, not_metrics_reason
 from ..model import GpuSample, Scrape
+from .fdlimit import make_room
 from .http1 import TRUNCATED, BodyDecoder, BodyTooLarge, Http1Client, HttpError
 
 if TYPE_CHECKING:
@@ -248,12 +249,14 @@ class DirectSource:
         self._gpu_clients: dict[str, _Endpoint] = {}  # per GPU URL (shared by a node)
         self._retired: list[_Endpoint] = []
         self._fixed_description = description
+        self.notice: str | None = None  # a line for the user about the targets (open-files limit)
         # At most one request in flight per replica (and per GPU page): a scrape that outlives
         # a poll keeps running and is collected by a later poll, never started twice.
         self._inflight: dict[str, tuple[asyncio.Task, float]] = {}  # target name -> (its scrape, asked at)
         self._inflight_gpu: dict[str, asyncio.Task] = {}  # GPU URL -> its fetch
         self._pending: dict[str, float] = {}  # target name -> start ts of a scrape not yet answered
         self._not_before: dict[str, tuple[float, str]] = {}  # name -> (monotonic, reason): Retry-After
+        self._seen: set[str] = set()  # targets with an answer (of any kind) published
         # How long a poll waits for answers before it publishes what arrived (`pace`); None
         # waits for every answer (each is bounded by the timeout), as a one-shot caller expects.
         self.publish_s: float | None = None
@@ -329,7 +332,10 @@ class DirectSource:
         # i.e. silent for a whole refresh. One asked at this poll whose answer comes after the
         # publish point (a slow replica, or every replica when the loop runs late under load)
         # is collected by the next poll: one refresh late, never stale.
-        self._pending = {name: asked for name, (task, asked) in self._inflight.items() if asked < ts}
+        # A replica never answered yet is pending too: listed (down), not left out.
+        seen = self._seen
+        seen.update(answered)
+        self._pending = {name: asked for name, (_, asked) in self._inflight.items() if asked < ts or name not in seen}
         return held + list(answered.values())
 
     def _collect(self) -> dict[str, Scrape]:
@@ -383,6 +389,7 @@ class DirectSource:
         for name, old in self._targets.items():
             if name not in new or new[name] != old:
                 self._not_before.pop(name, None)
+                self._seen.discard(name)
                 scrape = self._inflight.pop(name, None)
                 if scrape is not None:  # asked of the old target: its answer no longer applies
                     scrape[0].cancel()
@@ -391,6 +398,8 @@ class DirectSource:
                 if client is not None:
                     self._retired.append(client)
         used_gpu = {t.gpu_url for t in new.values() if t.gpu_url}
+        # one kept-alive connection per replica and per GPU page: the soft `ulimit -n` raised to fit
+        self.notice = make_room(len(new) + len(used_gpu))
         for url in list(self._gpu_clients):
             if url not in used_gpu:
                 self._retired.append(self._gpu_clients.pop(url))

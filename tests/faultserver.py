@@ -528,6 +528,51 @@ class FaultServer:
     def requests(self, url: str) -> list[Request]:
         return next(ep.requests for ep in self.endpoints if ep.url == url)
 
+    async def add_proxy(self) -> str:
+        """A forward proxy (absolute-URI GETs and CONNECT tunnels) to 127.0.0.1 only; its URL.
+        `self.proxied` lists the targets it was asked for."""
+        self.proxied: list[str] = []
+
+        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            try:
+                while data := await r.read(65536):
+                    w.write(data)
+                    await w.drain()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                w.close()
+
+        async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            self._conns.add(w)
+            try:
+                head = await r.readuntil(b"\r\n\r\n")
+                method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+                self.proxied.append(f"{method} {target}")
+                if method == "CONNECT":
+                    host, port = target.rsplit(":", 1)
+                else:
+                    host, port = target.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)
+                if host != HOST:
+                    raise ConnectionError("loopback only")
+                ur, uw = await asyncio.open_connection(HOST, int(port))
+                if method == "CONNECT":
+                    w.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                else:  # origin-form request line, the rest of the head as it came
+                    path = "/" + target.split("://", 1)[1].split("/", 1)[1] if "/" in target.split("://", 1)[1] else "/"
+                    uw.write(f"{method} {path} HTTP/1.1\r\n".encode() + head.split(b"\r\n", 1)[1])
+                await asyncio.gather(pipe(r, uw), pipe(ur, w))
+            except (asyncio.IncompleteReadError, ConnectionError, ValueError, OSError):
+                pass
+            finally:
+                self._conns.discard(w)
+                w.close()
+
+        port = free_port()
+        server = await asyncio.start_server(on_conn, HOST, port, reuse_address=True)
+        self.endpoints.append(Endpoint("proxy", port, f"http://{HOST}:{port}", time.monotonic(), server=server))
+        return f"http://{HOST}:{port}"
+
     async def kill(self, url: str) -> None:
         """The endpoint dies: its port stops listening (connections refused) and its open
         connections are reset."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import gzip
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from tests.faultserver import FaultServer, clean_env, free_port, run_cli, self_signed
 
 RUNNING = 7.0  # what the healthy page says
+ESC = re.compile(r"[\x1b\x07\x9b]")
 
 
 def urls(*us: str) -> list[str]:
@@ -265,3 +267,27 @@ async def test_a_hard_open_files_limit_too_low_is_said_with_the_number_needed(tm
                             "--duration", "1", "--interval", "1", timeout=60, nofile=(256, 256))
     assert "Traceback" not in run.err
     assert "ulimit -n 428" in run.err and "300 connections" in run.err, run.err[-1000:]
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+async def test_through_a_live_proxy_faults_keep_their_reasons_and_nothing_raw_shows(tmp_path: Path, tls: bool) -> None:
+    """The proxied path (httpx, CONNECT for https): a healthy page reads, an escape-laden page
+    shows nothing raw, a truncated page is truncated, credentials are Basic auth and not shown."""
+    secret = "pw-PROXY-5d1"
+    async with FaultServer(lifetime=60) as fs:
+        proxy = await fs.add_proxy()
+        ok, esc, cut = [await fs.add(m, tls=tls) for m in ("healthy", "escapes", "gzip_truncated")]
+        scheme, hostport = ok.split("://", 1)
+        with_creds = f"{scheme}://u:{secret}@{hostport}"
+        var = "HTTPS_PROXY" if tls else "http_proxy"
+        run = await run_cli(str(tmp_path), *urls(with_creds, esc, cut), "--json", "--duration", "1.5",
+                            "--interval", "0.5", env=tls_env(str(tmp_path), **{var: proxy}))
+        assert fs.proxied, "the proxy was not used"
+        seen = fs.requests(ok)
+    assert run.rc == 0, run.err
+    last = run.json_lines()[-1]
+    assert by_url(last, ok)["state"] == "ok" and by_url(last, esc)["state"] == "ok"
+    assert "truncated" in by_url(last, cut)["error"]
+    assert seen and seen[0].headers.get("authorization", "").startswith("Basic ")
+    assert not ESC.search(run.out) and not ESC.search(run.err)
+    assert secret not in run.out and secret not in run.err

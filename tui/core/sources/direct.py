@@ -29,6 +29,7 @@ from .. import engines
 from ..metrics.extract import parse_dcgm, to_gpu
 from ..metrics.parser import Page, content_type_reason, not_metrics_reason
 from ..model import GpuSample, Scrape
+from ..textsafe import remember_secret
 from .fdlimit import make_room
 from .http1 import TRUNCATED, BodyDecoder, BodyTooLarge, Http1Client, HttpError
 
@@ -78,6 +79,8 @@ def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
         return url, None
     host = parts.netloc.rsplit("@", 1)[1]
     creds = (unquote(parts.username or ""), unquote(parts.password or ""))
+    if creds[1]:
+        remember_secret(creds[1])  # masked by value too, wherever text leaves kvwatch
     return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), creds
 
 

@@ -1,4 +1,4 @@
-"""The fault matrix of issue 10 against the real TUI in a pty: per case, 2 healthy replicas and one
+"""The fault matrices (two rounds) against the real TUI in a pty: per case, 2 healthy replicas and one
 misbehaving endpoint (tests/faultserver.py), and what the operator would feel.
 
     python bench/bench_faults.py [--seconds 7] [--timeout 3] [CASE ...]
@@ -27,7 +27,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from tests.faultserver import ThreadedFaultServer  # noqa: E402
+from tests.faultserver import ThreadedFaultServer, self_signed  # noqa: E402
 
 # (case, fault mode, options); "healthy" is the baseline
 CASES: list[tuple[str, str, dict]] = [
@@ -49,6 +49,24 @@ CASES: list[tuple[str, str, dict]] = [
     ("flapping", "flapping", {}),
     ("90k engines", "engines", {}),
     ("5000-char model", "long_model", {}),
+    # the second round: https, truncated and oversized bodies, page-format edges, odd counters
+    ("https healthy", "healthy", {"tls": True}),
+    ("https reset", "reset", {"tls": True}),
+    ("https hang", "hang", {"tls": True}),
+    ("gzip truncated", "gzip_truncated", {}),
+    ("close-cut body", "close_cut", {}),
+    ("short length", "short_length", {}),
+    ("gzip huge chunk", "chunked_gzip_huge", {}),
+    ("https huge chunk", "chunked_gzip_huge", {"tls": True}),
+    ("429 retry-after", "rate_limited", {"retry_after": 5}),
+    ("100 continue", "continue_first", {}),
+    ("20 KB 1st line", "long_first_line", {}),
+    ("after # EOF", "after_eof", {}),
+    ("protobuf", "protobuf", {}),
+    ("engine flip", "engine_flip", {}),
+    ("counter step back", "counter_stepback", {}),
+    ("out of range", "out_of_range", {}),
+    ("answers in 0.3 s", "slow", {"delay": 0.3}),
 ]
 KEY, MARK = b"?", b"esc closes"  # the help screen opens on `?` and says "(esc closes)"
 
@@ -72,6 +90,8 @@ def run_case(srv: ThreadedFaultServer, mode: str, opts: dict, seconds: float, ti
     for u in (*healthy, bad):
         argv += ["--url", u]
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TERM")}
+    if opts.get("tls"):  # kvwatch trusts the fault server's self-signed certificate
+        env["SSL_CERT_FILE"] = self_signed()[0]
     env.update(PYTHONPATH=ROOT, HOME="/nonexistent", XDG_CONFIG_HOME="/nonexistent",  # no user config
                TERM=env.get("TERM", "xterm-256color"), KVWATCH_CONFIG="/nonexistent/kvwatch.toml",
                XDG_STATE_HOME="/tmp/kvwatch-bench-state")

@@ -19,14 +19,18 @@ import asyncio
 import functools
 import json
 import os
+import random
 import socket
+import ssl
 import struct
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Iterator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -140,6 +144,76 @@ def gzip_bomb(decompressed: int = 64 * 1024 * 1024) -> bytes:
     return b"".join(parts)
 
 
+@functools.lru_cache(maxsize=1)
+def self_signed() -> tuple[str, str]:
+    """(cert, key) files of a self-signed certificate for 127.0.0.1, made once per process with
+    the openssl command. A client trusts it through SSL_CERT_FILE=cert."""
+    d = tempfile.mkdtemp(prefix="kvwatch-tls-")
+    cert, key = os.path.join(d, "cert.pem"), os.path.join(d, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True, timeout=30)
+    return cert, key
+
+
+def _server_tls() -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(*self_signed())
+    return ctx
+
+
+def long_first_line_page(length: int = 20_000) -> str:
+    """A healthy page whose first line is a sample with a label value of `length` characters."""
+    return f'vllm:build_info{{engine="0",note="{"x" * length}"}} 1.0\n' + healthy_page()
+
+
+def after_eof_page() -> str:
+    """An OpenMetrics-style `# EOF`, then samples that must not count (running 999)."""
+    return (healthy_page() + "# EOF\n" +
+            'vllm:num_requests_running{engine="0",model_name="meta-llama/Llama-3.1-8B-Instruct"} 999.0\n')
+
+
+def sglang_page(retracted: float = 5e6, running: int = 3, kv_usage: float = 0.5) -> str:
+    """A small SGLang page (no `vllm:` name on it) whose counters are far from a vLLM page's."""
+    lab = 'model_name="m"'
+    out = []
+    for name, typ, val in (("sglang:num_running_reqs", "gauge", float(running)),
+                           ("sglang:num_queue_reqs", "gauge", 0.0),
+                           ("sglang:token_usage", "gauge", kv_usage),
+                           ("sglang:num_retracted_requests_total", "counter", retracted),
+                           ("sglang:prompt_tokens_total", "counter", 9e9),
+                           ("sglang:generation_tokens_total", "counter", 8e9)):
+        out += [f"# TYPE {name} {typ}", f"{name}{{{lab}}} {val!r}"]
+    return "\n".join(out) + "\n"
+
+
+def stepback_page(n: int) -> str:
+    """Preemptions 500, 499, 500, 499, ...: a counter read a step back (two pods behind one
+    address, a cached page), not a restart."""
+    return _replace_sample(healthy_page(), "vllm:num_preemptions_total", repr(500.0 - n % 2))
+
+
+def out_of_range_page() -> str:
+    """KV usage 1e300 and running -5: finite, but no engine can say them."""
+    page = _replace_sample(healthy_page(), "vllm:kv_cache_usage_perc", "1e300")
+    return _replace_sample(page, "vllm:num_requests_running", "-5")
+
+
+def gzip_cut(page: bytes, cut: int = 64) -> bytes:
+    """`page` gzipped, less its last `cut` bytes: no final block, no trailer (a stream cut short)."""
+    return zlib.compress(page, 6, 31)[:-cut]
+
+
+def stored_deflate(size: int, seed: int = 1) -> "Iterator[bytes]":
+    """A gzip header, then non-final stored deflate blocks of pseudo-random bytes, `size` bytes in
+    all: a stream that never ends and never compresses, cheap to make."""
+    yield b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    block = random.Random(seed).randbytes(65535)
+    piece = b"\x00" + struct.pack("<HH", 65535, 0xFFFF ^ 65535) + block
+    for _ in range(max(1, size // len(piece))):
+        yield piece
+
+
 # -- HTTP plumbing -------------------------------------------------------------------------------
 
 def _head(status: int, headers: dict[str, str], length: int | None) -> bytes:
@@ -185,6 +259,7 @@ class Endpoint:
     url: str
     started: float
     requests: list[Request] = field(default_factory=list)
+    conns: set = field(default_factory=set)
     server: asyncio.base_events.Server | None = None
 
 
@@ -237,6 +312,55 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
     async def bomb(req, w):
         body = gzip_bomb(opts.get("decompressed", 64 * 1024 * 1024))
         await _send(w, body, 200, METRICS_TYPE, **{"Content-Encoding": "gzip"})
+
+    async def gzip_truncated(req, w):  # a gzip stream without its end, its Content-Length honest
+        body = gzip_cut(page.encode(), opts.get("cut", 64))
+        await _send(w, body, 200, METRICS_TYPE, **{"Content-Encoding": "gzip"})
+
+    async def close_cut(req, w):  # HTTP/1.0, no length: the body ends at close, here mid-line
+        data = page.encode()
+        cut = data[: data.index(b"vllm:num_requests_waiting{") + 40]
+        w.write(b"HTTP/1.0 200 OK\r\nContent-Type: " + METRICS_TYPE.encode() + b"\r\n\r\n" + cut)
+        await w.drain()
+
+    async def short_length(req, w):  # Content-Length says more than is sent, then close
+        data = page.encode()
+        w.write(_head(200, {"Content-Type": METRICS_TYPE}, len(data) + 5000) + data)
+        await w.drain()
+
+    async def chunked_gzip_huge(req, w):  # gzip + one chunk of 0x7fffffff bytes, streamed
+        w.write(b"HTTP/1.1 200 OK\r\nContent-Type: " + METRICS_TYPE.encode() +
+                b"\r\nContent-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n7fffffff\r\n")
+        for piece in stored_deflate(opts.get("size", 400 * 1024 * 1024)):
+            w.write(piece)
+            await w.drain()
+
+    async def rate_limited(req, w):  # 429 with Retry-After on the first request, then healthy
+        if req.n == 0:
+            await _send(w, "slow down\n", 429, "text/plain", **{"Retry-After": str(opts.get("retry_after", 2))})
+        else:
+            await _send(w, page)
+
+    async def continue_first(req, w):  # an interim 100 Continue before the answer
+        w.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        await _send(w, page)
+
+    async def protobuf(req, w):  # the binary exposition format, whatever was asked for
+        await _send(w, b"\x8d\x01\n\x1avllm:num_requests_running\x12\x04help\x18\x01", 200,
+                    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; encoding=delimited")
+
+    async def slow(req, w):  # answers after `delay` s: well within the refresh, after its publish point
+        try:
+            await asyncio.wait_for(fs.stopped.wait(), opts.get("delay", 0.3))
+            return
+        except TimeoutError:
+            await _send(w, page)
+
+    async def engine_flip(req, w):  # vLLM, SGLang, vLLM, ... on one address
+        await _send(w, page if req.n % 2 == 0 else sglang_page())
+
+    async def counter_stepback(req, w):
+        await _send(w, stepback_page(req.n))
 
     def static(page_fn: Callable[[], bytes | str]) -> Handler:
         cached = page_fn()
@@ -300,6 +424,20 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         "long_model": static(lambda: healthy_page(model="m" * opts.get("length", 5000))),
         "hang_after": hang_after,
         "prometheus": prometheus,
+        "rate_limited": rate_limited,
+        "continue_first": continue_first,
+        "protobuf": protobuf,
+        "long_first_line": static(long_first_line_page),
+        "after_eof": static(after_eof_page),
+        "slow": slow,
+        "small": static(lambda: small_page()),
+        "engine_flip": engine_flip,
+        "counter_stepback": counter_stepback,
+        "out_of_range": static(out_of_range_page),
+        "gzip_truncated": gzip_truncated,
+        "close_cut": close_cut,
+        "short_length": short_length,
+        "chunked_gzip_huge": chunked_gzip_huge,
     }
     if mode not in table:
         raise ValueError(f"unknown fault mode {mode!r}; one of {', '.join(sorted(table))}")
@@ -308,7 +446,9 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
 
 MODES = ("healthy", "hang", "reset", "http500", "redirect_loop", "html", "slowloris", "huge", "gzip_bomb",
          "invalid_utf8", "many_series", "nan_inf", "counter_reset", "duplicate", "escapes", "flapping",
-         "engines", "long_model", "hang_after", "prometheus")
+         "engines", "long_model", "hang_after", "prometheus", "gzip_truncated", "close_cut", "short_length",
+         "chunked_gzip_huge", "rate_limited", "continue_first", "protobuf", "long_first_line", "after_eof",
+         "engine_flip", "counter_stepback", "out_of_range", "slow", "small")
 
 
 def free_port() -> int:
@@ -341,15 +481,18 @@ class FaultServer:
     async def add(self, mode: str, **opts: Any) -> str:
         """Start an endpoint in `mode`; its base URL (http://127.0.0.1:PORT).
 
-        `refuse_for=T`: the port refuses connections (nothing listens) for T seconds first."""
+        `refuse_for=T`: the port refuses connections (nothing listens) for T seconds first.
+        `tls=True`: https with the certificate of `self_signed()`."""
         refuse_for = opts.pop("refuse_for", 0.0)
+        tls = _server_tls() if opts.pop("tls", False) else None
         handler = _modes(self, {"mode": mode, **opts})
         port = free_port()
-        ep = Endpoint(mode, port, f"http://{HOST}:{port}", time.monotonic())
+        ep = Endpoint(mode, port, f"{'https' if tls else 'http'}://{HOST}:{port}", time.monotonic())
         self.endpoints.append(ep)
 
         async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
             self._conns.add(w)
+            ep.conns.add(w)
             try:
                 while not self.stopped.is_set():
                     head = await r.readuntil(b"\r\n\r\n")
@@ -363,16 +506,17 @@ class FaultServer:
                     ep.requests.append(req)
                     await handler(req, w)
                     break  # Connection: close on every answer
-            except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ssl.SSLError):
                 pass
             finally:
                 self._conns.discard(w)
+                ep.conns.discard(w)
                 if not w.transport.is_closing():
                     w.close()
 
         async def listen() -> None:
             if not self.stopped.is_set():
-                ep.server = await asyncio.start_server(on_conn, HOST, port, reuse_address=True)
+                ep.server = await asyncio.start_server(on_conn, HOST, port, reuse_address=True, ssl=tls)
 
         if refuse_for:
             loop = asyncio.get_running_loop()
@@ -383,6 +527,60 @@ class FaultServer:
 
     def requests(self, url: str) -> list[Request]:
         return next(ep.requests for ep in self.endpoints if ep.url == url)
+
+    async def add_proxy(self) -> str:
+        """A forward proxy (absolute-URI GETs and CONNECT tunnels) to 127.0.0.1 only; its URL.
+        `self.proxied` lists the targets it was asked for."""
+        self.proxied: list[str] = []
+
+        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            try:
+                while data := await r.read(65536):
+                    w.write(data)
+                    await w.drain()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                w.close()
+
+        async def on_conn(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+            self._conns.add(w)
+            try:
+                head = await r.readuntil(b"\r\n\r\n")
+                method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
+                self.proxied.append(f"{method} {target}")
+                if method == "CONNECT":
+                    host, port = target.rsplit(":", 1)
+                else:
+                    host, port = target.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)
+                if host != HOST:
+                    raise ConnectionError("loopback only")
+                ur, uw = await asyncio.open_connection(HOST, int(port))
+                if method == "CONNECT":
+                    w.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                else:  # origin-form request line, the rest of the head as it came
+                    path = "/" + target.split("://", 1)[1].split("/", 1)[1] if "/" in target.split("://", 1)[1] else "/"
+                    uw.write(f"{method} {path} HTTP/1.1\r\n".encode() + head.split(b"\r\n", 1)[1])
+                await asyncio.gather(pipe(r, uw), pipe(ur, w))
+            except (asyncio.IncompleteReadError, ConnectionError, ValueError, OSError):
+                pass
+            finally:
+                self._conns.discard(w)
+                w.close()
+
+        port = free_port()
+        server = await asyncio.start_server(on_conn, HOST, port, reuse_address=True)
+        self.endpoints.append(Endpoint("proxy", port, f"http://{HOST}:{port}", time.monotonic(), server=server))
+        return f"http://{HOST}:{port}"
+
+    async def kill(self, url: str) -> None:
+        """The endpoint dies: its port stops listening (connections refused) and its open
+        connections are reset."""
+        ep = next(ep for ep in self.endpoints if ep.url == url)
+        if ep.server is not None:
+            ep.server.close()
+        for w in list(ep.conns):
+            w.transport.abort()
 
     async def stop(self) -> None:
         if self.stopped.is_set():
@@ -467,11 +665,21 @@ def _status_mb(pid: int, field: str) -> float:
     return 0.0
 
 
-async def run_cli(tmp: str, *argv: str, timeout: float = 30.0, env: dict[str, str] | None = None) -> CliRun:
-    """`python -m tui.cli ARGV` with a clean env; kills it after `timeout` s (rc None then)."""
+async def run_cli(tmp: str, *argv: str, timeout: float = 30.0, env: dict[str, str] | None = None,
+                  nofile: int | tuple[int, int] | None = None) -> CliRun:
+    """`python -m tui.cli ARGV` with a clean env; kills it after `timeout` s (rc None then).
+    `nofile`: the child's soft open-files limit (`ulimit -n`), its hard limit unchanged; or
+    (soft, hard)."""
+    def limit_files() -> None:
+        import resource
+
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, nofile if isinstance(nofile, tuple) else (nofile, hard))
+
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "tui.cli", *argv, cwd=ROOT, env=env if env is not None else clean_env(tmp),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=64 * 1024 * 1024)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, limit=64 * 1024 * 1024,
+        preexec_fn=limit_files if nofile is not None else None)
     t0 = time.monotonic()
     lines: list[tuple[float, str]] = []
     peak = 0.0

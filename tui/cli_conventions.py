@@ -40,7 +40,7 @@ class VersionAction(argparse.Action):
 
 def url_arg(value: str) -> str:
     """argparse `type` for --url / --gpu-url: a scrapeable http(s) URL or a usage error."""
-    from .core.sources.direct import normalize_url
+    from .core.sources.direct import normalize_url, redact_url
 
     try:
         normalize_url(value)
@@ -49,7 +49,7 @@ def url_arg(value: str) -> str:
     host = value.strip().split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
     host = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
     if not _HOST.fullmatch(host):
-        raise argparse.ArgumentTypeError(f"{value!r}: not a URL (expected http://HOST:PORT)")
+        raise argparse.ArgumentTypeError(f"{redact_url(value)!r}: not a URL (expected http://HOST:PORT)")
     return value
 
 

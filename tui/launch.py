@@ -20,17 +20,19 @@ def recording(args: argparse.Namespace) -> bool:
 
 def direct_source(args: argparse.Namespace) -> Source:
     """DirectSource for --url/--gpu-url; ValueError with a user message on a bad URL."""
-    from .core.sources.direct import DirectSource, Target, normalize_url
+    from .core.sources.direct import DirectSource, Target, display_name, normalize_url
 
     mode = getattr(args, "gpu", "exporter")
     gpu_urls = (list(args.gpu_url) if mode != "none" else []) + [None] * len(args.url)
     targets = []
     for url, gpu in zip(args.url, gpu_urls, strict=False):
         metrics_url = normalize_url(url)
-        name = metrics_url.split("://", 1)[1].rsplit("/metrics", 1)[0]
+        name = display_name(metrics_url)  # no user:password@ on screen or in a recording
         targets.append(Target(name=name, url=metrics_url, gpu_url=normalize_url(gpu) if gpu else None))
     desc = f"direct: {len(targets)} server{'s' if len(targets) != 1 else ''}"
     source = DirectSource(targets, timeout=args.timeout, description=desc, keep_raw=recording(args))
+    if source.notice:
+        print(f"kvwatch: {source.notice}", file=sys.stderr)
     from .core.sources.local_gpu import LocalGpuSource, choose
 
     gpus, ports, line = choose(mode, [(t.name, t.url) for t in targets])

@@ -227,3 +227,54 @@ async def test_a_cancelled_request_leaves_no_half_read_connection():
         resp, body = await get(srv.url, client=c)
         assert body == PAGE  # a fresh connection, not the rest of the first answer
         await c.aclose()
+
+
+async def test_authorization_goes_to_the_urls_own_origin_only():
+    async with Raw(lambda n, req: ok()) as other:
+        def respond(n, req):
+            return (f"HTTP/1.1 302 Found\r\nLocation: {other.url}\r\nContent-Length: 0\r\n\r\n".encode()
+                    if n == 0 else ok())
+        async with Raw(respond) as first:
+            c = Http1Client(first.url, {}, CAP, auth="Basic dTpw")
+            resp, body = await asyncio.wait_for(c.get(), 5)
+            await c.aclose()
+    assert resp.status == 200 and body == PAGE
+    assert b"Authorization: Basic dTpw\r\n" in first.requests[0]
+    assert b"Authorization" not in other.requests[0]  # a redirect elsewhere does not get it
+    assert first.requests[0].split(b"\r\n")[1] == f"Host: {first.url.split('/')[2]}".encode()
+
+
+async def test_truncated_bodies_are_refused():
+    gz = gzip.compress(PAGE)
+    cases = [
+        ok(gz[:-12], "Content-Encoding: gzip"),  # gzip without its trailer
+        b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n" + PAGE[:-7],  # close-delimited, cut mid-line
+        ok(PAGE, "Connection: close")[:-100],  # fewer bytes than Content-Length, then close
+    ]
+    for raw in cases:
+        async with Raw(lambda n, req, raw=raw: raw if n == 0 else None) as srv:
+            with pytest.raises(HttpError, match="truncated"):
+                await get(srv.url)
+
+
+async def test_two_gzip_members_are_one_body():
+    raw = ok(gzip.compress(PAGE[:500]) + gzip.compress(PAGE[500:]), "Content-Encoding: gzip")
+    async with Raw(lambda n, req: raw) as srv:
+        _, body = await get(srv.url)
+    assert body == PAGE
+
+
+async def test_a_huge_gzip_chunk_is_read_in_pieces_and_capped():
+    from tests.faultserver import stored_deflate
+
+    head = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Encoding: gzip\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n7fffffff\r\n")
+    async with Raw(lambda n, req: [head, *stored_deflate(4 * CAP)] if n == 0 else None) as srv:
+        with pytest.raises(BodyTooLarge):
+            await get(srv.url)  # before: waited for all 2 GiB of the chunk
+
+
+async def test_interim_100_continue_is_skipped():
+    async with Raw(lambda n, req: b"HTTP/1.1 100 Continue\r\n\r\n" + ok()) as srv:
+        resp, body = await get(srv.url)
+    assert resp.status == 200 and body == PAGE

@@ -207,3 +207,10 @@ def test_a_sparkline_value_that_repeats_is_one_object():
     assert rate == (0.0,) * 60  # derived anew at each point: a new float each time
     assert len({id(v) for v in rate}) == 1
     assert running == tuple(float(7 + i % 2) for i in range(40, 100))  # values that change are kept as they are
+
+
+def test_a_counter_step_back_is_not_a_restart():
+    from tui.core.history import counter_delta
+
+    assert counter_delta([500.0, 499.0, 500.0, 499.0, 501.0]) == 1.0  # the higher base holds
+    assert counter_delta([500.0, 3.0, 5.0]) == 5.0  # a restart: everything since it

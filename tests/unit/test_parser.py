@@ -391,3 +391,20 @@ def test_a_seen_series_line_with_any_tail_reads_as_on_first_sight(tail, value, e
         page = parse(line + "\n", wanted)
         assert [v for _, v in page.get("m")] == ([] if error else [value]), (warm, line)
         assert [n for n, _ in page.errors] == ([1] if error else []), (warm, line)
+
+
+def test_nothing_after_eof_counts():
+    page = parse('a_total 1\n# EOF\na_total 999\nb 2\n')
+    assert [v for _, v in page.get("a_total")] == [1.0] and page.get("b") == []
+    assert any("EOF" in why for _, why in page.errors)
+    assert not parse("a 1\n# EOF\n\n").errors  # a plain end: nothing to say
+
+
+def test_a_long_first_sample_line_is_still_metrics():
+    text = f'x{{note="{"y" * 20000}"}} 1\nvllm:num_requests_running 3\n'
+    assert not_metrics_reason(text) is None
+
+
+def test_protobuf_is_named():
+    why = not_metrics_reason("\x8d\x01", "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily")
+    assert why is not None and "protobuf" in why

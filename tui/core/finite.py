@@ -19,6 +19,31 @@ def _bad(v: object) -> bool:
     return isinstance(v, float) and not math.isfinite(v)
 
 
+# What a canonical signal can be at all (both engines): a value outside is a broken exporter,
+# not a reading, so it is treated as a non-finite one (dropped, with its reason). Wide bounds:
+# only values no server can report are refused.
+_FRACTION, _COUNT, _COUNTER = (0.0, 1.05), (0.0, 1e7), (0.0, 1e19)
+RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(("kv_usage", "cpu_kv_usage", "cache_hit_rate", "engine_healthy"), _FRACTION),
+    **dict.fromkeys(("running", "waiting", "swapped", "waiting_capacity", "waiting_deferred", "retracted"), _COUNT),
+    **dict.fromkeys(("preemptions", "prompt_tokens", "generation_tokens", "prefix_queries", "prefix_hits",
+                     "requests_success", "requests_total", "requests_aborted", "cached_tokens"), _COUNTER),
+    **dict.fromkeys(("used_tokens", "max_total_tokens", "gen_throughput"), (0.0, 1e12)),
+}
+
+
+def _invalid_reason(k: str, v: object) -> str | None:
+    """Why value `v` of signal `k` cannot be used (None: it can)."""
+    if not isinstance(v, float):
+        return None
+    if not math.isfinite(v):
+        return f"{k} is {_what(v)}"
+    lo_hi = RANGES.get(k)
+    if lo_hi is not None and not lo_hi[0] <= v <= lo_hi[1]:
+        return f"{k} is {v:g}, out of range"
+    return None
+
+
 def _what(v: float) -> str:
     return "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
 
@@ -56,12 +81,13 @@ def _finite_sample(sample: Sample, invalid: dict[str, str]) -> Sample:
     engines: dict[str, EngineSample] = {}
     for name, es in sample.engines.items():
         values, hists = es.values, es.hists
-        if any(_bad(v) for v in values.values()):
+        if any(_invalid_reason(k, v) for k, v in values.items()):
             values = {}
             for k, v in es.values.items():
-                if _bad(v):
+                why = _invalid_reason(k, v)
+                if why:
                     where = f" (engine {name})" if name else ""
-                    invalid.setdefault(k, f"{k} is {_what(v)}{where}, ignored")
+                    invalid.setdefault(k, f"{why}{where}, ignored")
                 else:
                     values[k] = v
         if not all(_hist_ok(h) for h in hists.values()):

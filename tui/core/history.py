@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 from itertools import islice
 from typing import Any, Iterable
 
-from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape
+from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape, counter_step
 from .pointlog import Packed, PointLog, ScrapeView, minus_packed, pack_hists
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
@@ -40,7 +40,8 @@ def counter_delta(values: Iterable[float | None]) -> float | None:
         if v is None:
             continue
         if prev is not None:
-            total += v - prev if v >= prev else v  # reset: the new value is all since restart
+            d, v = counter_step(prev, v)  # a restart: the new value is all since it
+            total += d
             seen = True
         prev = v
     return total if seen else None
@@ -137,6 +138,11 @@ class ReplicaHistory:
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:
         if scrape.ok:
+            if self.last_ok is not None and self.last_ok.page.engine != scrape.page.engine:
+                # another engine answers at this address: its counters and histograms are not
+                # the previous one's, so the windows start again (no rate across the two)
+                self._recent = _WindowRows()
+                self._run = [[None] * _NVALS, [0.0] * _NVALS, [0] * _NVALS]
             if scrape.raw is not None:  # the page text was for the recorder; history keeps the parse
                 scrape = replace(scrape, raw=None)
             self.last_ok = scrape
@@ -179,7 +185,8 @@ class ReplicaHistory:
                 continue
             p = last[i]
             if p is not None:
-                run[i] += v - p if v >= p else v  # as counter_delta: a reset counts from zero
+                d, v = counter_step(p, v)  # as counter_delta: a restart counts from zero
+                run[i] += d
             last[i] = v
             row[i] = v
             row[_NVALS + i] = run[i]

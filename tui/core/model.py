@@ -29,6 +29,18 @@ class AtLeast(float):
         return f"AtLeast({float(self)!r})"
 
 
+def counter_step(prev: float, v: float) -> tuple[float, float]:
+    """(the increase from counter value `prev` to `v`, the value the next one compares with).
+    A drop below half is a restart: everything since it counts (as Prometheus' rate). A smaller
+    step back is not (a page read a moment late, two servers behind one address): it adds
+    nothing and the higher value stays the base, so the step forward again adds nothing either."""
+    if v >= prev:
+        return v - prev, v
+    if v >= 0.5 * prev:
+        return 0.0, prev
+    return v, v
+
+
 def seconds_text(v: float) -> str:
     """A latency in seconds for text (3 significant digits); "> 640 s" for an AtLeast."""
     return f"> {float(v):.3g} s" if isinstance(v, AtLeast) else f"{v:.3g} s"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import GpuSample, ReplicaMetrics, Scrape
+from ..model import GpuSample, ReplicaMetrics, Scrape, counter_step
 from .thresholds import Thresholds
 
 # Counters whose increase means the engine made progress (any one moving is enough).
@@ -67,7 +67,7 @@ class Point:
 def _delta(now: float | None, prev: float | None) -> float | None:
     if now is None or prev is None:
         return None
-    return now - prev if now >= prev else now  # counter reset: everything since the restart
+    return counter_step(prev, now)[0]  # a restart: everything since it; a small step back: nothing
 
 
 def _last(tail: list[Point], n: int) -> list[Point]:
@@ -89,9 +89,13 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
 
     dt = d_pre = rate = recent = progress = None
     stall_run = 0
+    if prev is not None and prev.engine != s.engine:
+        prev, tail = None, []  # another engine's counters: no delta across the change
     if prev is not None and scrape.ts > prev.ts:
         dt = scrape.ts - prev.ts
         d_pre = _delta(c_preempt, prev.c_preempt)
+        if c_preempt is not None and prev.c_preempt is not None:
+            c_preempt = counter_step(prev.c_preempt, c_preempt)[1]  # a step back keeps the higher base
         rate = d_pre / dt if d_pre is not None else None
         if d_pre is not None:
             recent = d_pre

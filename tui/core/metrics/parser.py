@@ -149,6 +149,11 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
         if not line:
             continue
         if line[0] == "#":
+            if line.startswith("# EOF") and not line[5:].strip():
+                # OpenMetrics' end of the page: nothing after it is part of it
+                if _rest_has_text(text, lineno):
+                    _error(page, lineno, "text after # EOF ignored")
+                break
             if line.startswith("# TYPE"):
                 name, sep, typ = line[7:].partition(" ")
                 if sep and typ in _TYPES and name in _VALID_NAMES and line[6] == " ":
@@ -187,6 +192,16 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
             last_name = name
         last_rows.append((labels, value))  # type: ignore[arg-type]  # a hit without labels became a miss above
     return page
+
+
+def _rest_has_text(text: str, lineno: int) -> bool:
+    """Whether anything but blank lines follows line `lineno` of `text`."""
+    at = 0
+    for _ in range(lineno):
+        at = text.find("\n", at) + 1
+        if at == 0:
+            return False
+    return bool(text[at:].strip())
 
 
 def _unwanted(name: str, wanted: Collection[str], keep_all: bool) -> bool:
@@ -413,6 +428,8 @@ def content_type_reason(content_type: str | None) -> str | None:
     ctype = (content_type or "").split(";")[0].strip().lower()
     if ctype in ("text/html", "application/xhtml+xml", "application/json"):
         return f"not a metrics page ({ctype})"
+    if "protobuf" in ctype:
+        return "protobuf metrics format, not the text format kvwatch reads"
     return None
 
 
@@ -421,8 +438,15 @@ def looks_like_metrics(text: str, content_type: str | None = None) -> bool:
 
 
 def _first_lines(body: str, n: int) -> Iterable[str]:
-    for line in body[:16384].split("\n", n)[:n]:
-        line = line.strip()
+    """The first `n` non-blank lines, each whole however long (a label value can be 20 KB)."""
+    start = 0
+    while n > 0 and start < len(body):
+        end = body.find("\n", start)
+        if end < 0:
+            end = len(body)
+        line = body[start:end].strip()
+        start = end + 1
         if line:
+            n -= 1
             yield line
 

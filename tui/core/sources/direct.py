@@ -11,6 +11,7 @@ and a poll publishes on its schedule (`pace`), so a hanging replica never delays
 from __future__ import annotations
 
 import asyncio
+import base64
 import codecs
 import errno
 import functools
@@ -21,14 +22,16 @@ import sys
 import time
 from dataclasses import dataclass
 from http.cookiejar import CookieJar
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .. import engines
 from ..metrics.extract import parse_dcgm, to_gpu
 from ..metrics.parser import Page, content_type_reason, not_metrics_reason
 from ..model import GpuSample, Scrape
-from .http1 import BodyTooLarge, Http1Client, HttpError
+from ..textsafe import remember_secret
+from .fdlimit import make_room
+from .http1 import TRUNCATED, BodyDecoder, BodyTooLarge, Http1Client, HttpError
 
 if TYPE_CHECKING:
     import httpx
@@ -60,22 +63,56 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def redact_url(url: str) -> str:
+    """`url` with any user:password@ replaced by `***@`: what may be shown or recorded."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    authority, slash, tail = rest.partition("/")
+    if "@" not in authority:
+        return url
+    return f"{scheme}{sep}***@{authority.rsplit('@', 1)[1]}{slash}{tail}"
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """(`url` without its userinfo, (user, password) percent-decoded, or None)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    host = parts.netloc.rsplit("@", 1)[1]
+    creds = (unquote(parts.username or ""), unquote(parts.password or ""))
+    if creds[1]:
+        remember_secret(creds[1])  # masked by value too, wherever text leaves kvwatch
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), creds
+
+
+def basic_auth(creds: tuple[str, str]) -> str:
+    return "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode("ascii")
+
+
+def display_name(url: str) -> str:
+    """A --url target's name on screen and in recordings: host:port[/path], no credentials."""
+    return split_credentials(url)[0].split("://", 1)[-1].rsplit("/metrics", 1)[0]
+
+
 def normalize_url(url: str) -> str:
-    """`host:port` or `http://host:port` -> `http://host:port/metrics`; ValueError if unusable."""
+    """`host:port` or `http://host:port` -> `http://host:port/metrics`; ValueError if unusable.
+    Credentials (user:password@) are kept for the request but never put in an error."""
     raw = url.strip()
     if not raw:
         raise ValueError("empty URL")
     if "://" not in raw:
         raw = "http://" + raw
+    shown = redact_url(url.strip())
     parts = urlsplit(raw)
     if parts.scheme not in ("http", "https"):
-        raise ValueError(f"{url!r}: only http:// and https:// URLs can be scraped")
+        raise ValueError(f"{shown!r}: only http:// and https:// URLs can be scraped")
     if not parts.hostname:
-        raise ValueError(f"{url!r}: no host in URL")
+        raise ValueError(f"{shown!r}: no host in URL")
     try:
         parts.port  # noqa: B018 - raises on a bad port
     except ValueError:
-        raise ValueError(f"{url!r}: bad port") from None
+        raise ValueError(f"{shown!r}: bad port") from None
     path = parts.path if parts.path not in ("", "/") else "/metrics"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
@@ -98,12 +135,14 @@ class _Endpoint:
     """One target's client: the lean HTTP/1.1 one (`lean`) for plain http without a proxy,
     else httpx (its own connection pool) with its prebuilt GET request."""
 
-    __slots__ = ("client", "request", "lean")
+    __slots__ = ("client", "request", "lean", "proxied")
 
-    def __init__(self, client: "httpx.AsyncClient | None", url: str, lean: Http1Client | None = None) -> None:
+    def __init__(self, client: "httpx.AsyncClient | None", url: str, lean: Http1Client | None = None,
+                 proxied: bool = False) -> None:
         self.client = client
         self.lean = lean
         self.request = client.build_request("GET", url) if client is not None else None
+        self.proxied = proxied  # through a proxy from the environment: its failures say so
 
     @property
     def is_closed(self) -> bool:
@@ -126,6 +165,18 @@ def _wants_httpx(url: str, trust_env: bool) -> bool:
     return trust_env and any(os.environ.get(v) for v in _PROXY_VARS)
 
 
+def _uses_proxy(url: str) -> bool:
+    """Whether httpx (trust_env) sends `url` through a proxy from the environment: the proxy for
+    its scheme or ALL_PROXY, unless NO_PROXY names its host."""
+    from urllib.request import getproxies_environment, proxy_bypass_environment  # type: ignore[attr-defined]  # public in CPython, absent from typeshed
+
+    proxies = getproxies_environment()
+    parts = urlsplit(url)
+    if not (proxies.get(parts.scheme) or proxies.get("all")):
+        return False
+    return not proxy_bypass_environment(parts.netloc.rsplit("@", 1)[-1], proxies)
+
+
 def _charset(content_type: str) -> str:
     """The charset named in a Content-Type, if Python knows it; UTF-8 (the format's own) else."""
     _, _, rest = content_type.partition("charset=")
@@ -139,7 +190,43 @@ def _charset(content_type: str) -> str:
 
 
 class ScrapeError(Exception):
-    """A short, human reason why one endpoint could not be read."""
+    """A short, human reason why one endpoint could not be read; `retry_after`: seconds the
+    server asked to be left alone for (429/503 with Retry-After)."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+MAX_RETRY_AFTER = 300.0  # a longer ask is capped: the replica is checked again within 5 min
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """Retry-After in seconds (delta-seconds or an HTTP date), within [0, MAX_RETRY_AFTER]."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        secs = float(value)
+    else:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            secs = parsedate_to_datetime(value).timestamp() - (time.time() if now is None else now)
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+    return min(max(secs, 0.0), MAX_RETRY_AFTER)
+
+
+def status_error(status: int, headers: Mapping[str, str]) -> ScrapeError:
+    """The error for a non-200 answer; a rate limit says how long it asked for."""
+    wait = retry_after_s(headers.get("retry-after")) if status in (429, 503) else None
+    if status == 429:
+        return ScrapeError(f"HTTP 429 (rate limited; retry after {wait:.0f} s)" if wait is not None
+                           else "HTTP 429 (rate limited)", wait)
+    if wait is not None:
+        return ScrapeError(f"HTTP {status} (retry after {wait:.0f} s)", wait)
+    return ScrapeError(f"HTTP {status}")
 
 
 class DirectSource:
@@ -167,11 +254,14 @@ class DirectSource:
         self._gpu_clients: dict[str, _Endpoint] = {}  # per GPU URL (shared by a node)
         self._retired: list[_Endpoint] = []
         self._fixed_description = description
+        self.notice: str | None = None  # a line for the user about the targets (open-files limit)
         # At most one request in flight per replica (and per GPU page): a scrape that outlives
         # a poll keeps running and is collected by a later poll, never started twice.
         self._inflight: dict[str, tuple[asyncio.Task[Any], float]] = {}  # target name -> (its scrape, asked at)
         self._inflight_gpu: dict[str, asyncio.Task[Any]] = {}  # GPU URL -> its fetch
         self._pending: dict[str, float] = {}  # target name -> start ts of a scrape not yet answered
+        self._not_before: dict[str, tuple[float, str]] = {}  # name -> (monotonic, reason): Retry-After
+        self._seen: set[str] = set()  # targets with an answer (of any kind) published
         # How long a poll waits for answers before it publishes what arrived (`pace`); None
         # waits for every answer (each is bounded by the timeout), as a one-shot caller expects.
         self.publish_s: float | None = None
@@ -186,7 +276,7 @@ class DirectSource:
             return self._fixed_description
         urls = [t.url for t in self._targets.values()]
         if len(urls) == 1:
-            return f"direct: {urls[0]}"
+            return f"direct: {redact_url(urls[0])}"
         return f"direct: {len(urls)} endpoints"
 
     @property
@@ -219,9 +309,22 @@ class DirectSource:
         if wait is not None and wait >= self.timeout:
             wait = None  # every scrape ends by its own timeout: wait for them all
         ts = self.polled_at = self.clock()
+        # Answers that came in since the last poll published: taken now, so that their replica
+        # is asked again at this poll (not every other one) and they are published even if the
+        # new answer is not in by the publish point.
+        answered = self._collect()
+        held: list[Scrape] = []  # replicas that asked to be left alone (Retry-After): their reason again
+        mono = time.monotonic()
         for name, t in targets.items():
-            if name not in self._inflight:
-                self._inflight[name] = (asyncio.ensure_future(self._scrape(t, ts)), ts)
+            if name in self._inflight:
+                continue
+            hold = self._not_before.get(name)
+            if hold is not None:
+                if mono < hold[0]:
+                    held.append(Scrape(ts=ts, replica=name, error=hold[1], group=t.group))
+                    continue
+                del self._not_before[name]
+            self._inflight[name] = (asyncio.ensure_future(self._scrape(t, ts)), ts)
         t0 = time.monotonic()
         if self._inflight:
             await asyncio.wait([task for task, _ in self._inflight.values()], timeout=wait)
@@ -229,19 +332,34 @@ class DirectSource:
             # Publish at the same point of every refresh, answers early or not: the schedule
             # stays even when one refresh's answers all come back and the next one's do not.
             await asyncio.sleep(max(0.0, wait - (time.monotonic() - t0)))
-        scrapes: list[Scrape] = []
-        self._pending = {}
+        answered.update(self._collect())  # the newer answer wins
+        # Pending (shown stale): only a replica asked at an earlier poll and still unanswered,
+        # i.e. silent for a whole refresh. One asked at this poll whose answer comes after the
+        # publish point (a slow replica, or every replica when the loop runs late under load)
+        # is collected by the next poll: one refresh late, never stale.
+        # A replica never answered yet is pending too: listed (down), not left out.
+        seen = self._seen
+        seen.update(answered)
+        self._pending = {name: asked for name, (_, asked) in self._inflight.items() if asked < ts or name not in seen}
+        return held + list(answered.values())
+
+    def _collect(self) -> dict[str, Scrape]:
+        """Take the finished scrapes out of the in-flight table: name -> its Scrape."""
+        out: dict[str, Scrape] = {}
+        targets = self._targets
         for name, (task, asked) in list(self._inflight.items()):
             if not task.done():
-                self._pending[name] = asked
                 continue
             del self._inflight[name]
-            if task.cancelled() or task.exception() is not None:
+            if task.cancelled() or name not in targets:  # a target removed meanwhile: dropped
                 continue
-            scrape = task.result()
-            if name in targets:  # a target removed meanwhile: its late answer is dropped
-                scrapes.append(scrape)
-        return scrapes
+            if task.exception() is not None:  # a failure _guarded did not map: still the replica's
+                t = targets[name]
+                out[name] = Scrape(ts=asked, replica=name, group=t.group,
+                                   error=f"scrape failed ({type(task.exception()).__name__})")
+            else:
+                out[name] = task.result()
+        return out
 
     async def close(self) -> None:
         tasks = [*(t for t, _ in self._inflight.values()), *self._inflight_gpu.values()]
@@ -275,6 +393,8 @@ class DirectSource:
             new[t.name] = t
         for name, old in self._targets.items():
             if name not in new or new[name] != old:
+                self._not_before.pop(name, None)
+                self._seen.discard(name)
                 scrape = self._inflight.pop(name, None)
                 if scrape is not None:  # asked of the old target: its answer no longer applies
                     scrape[0].cancel()
@@ -283,6 +403,8 @@ class DirectSource:
                 if client is not None:
                     self._retired.append(client)
         used_gpu = {t.gpu_url for t in new.values() if t.gpu_url}
+        # one kept-alive connection per replica and per GPU page: the soft `ulimit -n` raised to fit
+        self.notice = make_room(len(new) + len(used_gpu))
         for url in list(self._gpu_clients):
             if url not in used_gpu:
                 self._retired.append(self._gpu_clients.pop(url))
@@ -290,20 +412,25 @@ class DirectSource:
 
     # -- internals -----------------------------------------------------------------------------
     def _new_endpoint(self, url: str) -> _Endpoint:
+        # user:password@ in the URL is Basic auth for that origin; never in the Host header
+        url, creds = split_credentials(url)
         if not _wants_httpx(url, self.trust_env):
-            return _Endpoint(None, url, Http1Client(url, {"Accept": ACCEPT, "User-Agent": "kvwatch"}, self.max_bytes))
+            auth = basic_auth(creds) if creds else None
+            return _Endpoint(None, url, Http1Client(url, {"Accept": ACCEPT, "User-Agent": "kvwatch"}, self.max_bytes,
+                                                    auth=auth))
         import httpx  # only for https or a proxy: ~60 ms of import that plain http never pays
 
         client = httpx.AsyncClient(
+            auth=httpx.BasicAuth(*creds) if creds else None,  # httpx drops it on a cross-origin redirect
             verify=_ssl_context(),
-            headers={"Accept": ACCEPT, "User-Agent": "kvwatch"},
+            headers={"Accept": ACCEPT, "User-Agent": "kvwatch", "Accept-Encoding": "gzip"},  # what BodyDecoder reads
             timeout=httpx.Timeout(self.timeout),
             limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
             follow_redirects=True,  # e.g. /metrics -> /metrics/ on a mounted ASGI app
             trust_env=self.trust_env,
             cookies=_NoCookies(),
         )
-        return _Endpoint(client, url)
+        return _Endpoint(client, url, proxied=self.trust_env and _uses_proxy(url))
 
     def _endpoint(self, t: Target) -> _Endpoint:
         e = self._clients.get(t.name)
@@ -319,22 +446,27 @@ class DirectSource:
             except Exception:  # noqa: BLE001 - closing a broken client must not fail a poll
                 pass
 
-    async def _guarded(self, coro: Awaitable[_T]) -> tuple[_T | None, str | None]:
-        """Run with the per-target deadline; returns (result, error reason)."""
+    async def _guarded(self, coro: Awaitable[_T], proxied: bool = False,
+                       on_retry: Callable[[float], None] | None = None) -> tuple[_T | None, str | None]:
+        """Run with the per-target deadline; returns (result, error reason). A connection-level
+        reason through a proxy says so: the proxy, not the replica, may be what failed."""
         try:
             async with asyncio.timeout(self.timeout):
                 return await coro, None
         except TimeoutError:
-            return None, f"timeout after {float(self.timeout)}s"
+            reason = f"timeout after {float(self.timeout)}s"
         except ScrapeError as e:
+            if e.retry_after is not None and on_retry is not None:
+                on_retry(e.retry_after)
             return None, str(e)
         except OSError as e:
-            return None, _os_reason(e)
+            reason = _os_reason(e)
         except Exception as e:  # noqa: BLE001 - one endpoint's odd failure must not stop the poll
             httpx = sys.modules.get("httpx")  # imported only where an endpoint uses it
-            if httpx is not None and isinstance(e, httpx.HTTPError):
-                return None, _http_reason(e, self.timeout)
-            return None, f"scrape failed ({type(e).__name__})"
+            if httpx is None or not isinstance(e, httpx.HTTPError):
+                return None, f"scrape failed ({type(e).__name__})"
+            reason = _http_reason(e, self.timeout)
+        return None, f"via proxy: {reason}" if proxied and not reason.startswith("proxy") else reason
 
     async def _fetch(self, endpoint: _Endpoint) -> str:
         if endpoint.lean is not None:
@@ -344,24 +476,36 @@ class DirectSource:
         resp = await endpoint.client.send(endpoint.request, stream=True)
         try:
             if resp.status_code != 200:
-                raise ScrapeError(f"HTTP {resp.status_code}")
+                raise status_error(resp.status_code, resp.headers)
             ctype = resp.headers.get("content-type", "")
             reason = content_type_reason(ctype)  # before reading the body
             if reason is not None:
                 raise ScrapeError(reason)
             declared = resp.headers.get("content-length")
-            if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-                raise ScrapeError(f"response over {human_bytes(self.max_bytes)}")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.aiter_bytes():
-                size += len(chunk)
-                if size > self.max_bytes:
-                    raise ScrapeError(f"response over {human_bytes(self.max_bytes)}")
-                chunks.append(chunk)
+            over = ScrapeError(f"response over {human_bytes(self.max_bytes)}")
+            try:
+                # the raw bytes through the lean client's decoder: the same cap after
+                # decompression, the same check that a gzip stream reached its end
+                body = BodyDecoder(resp.headers.get("content-encoding", ""), self.max_bytes)
+                raw_cap = 2 * self.max_bytes + 65536
+                if declared is not None and declared.isdigit() and int(declared) > (
+                        raw_cap if body.enc else self.max_bytes):
+                    raise over
+                raw = 0
+                async for chunk in resp.aiter_raw():
+                    raw += len(chunk)
+                    if raw > raw_cap:
+                        raise over
+                    body.feed(chunk)
+                close_delimited = declared is None and "chunked" not in resp.headers.get("transfer-encoding", "")
+                data = body.finish(close_delimited)
+            except BodyTooLarge:
+                raise over from None
+            except HttpError as e:
+                raise ScrapeError(str(e)) from None
         finally:
             await resp.aclose()
-        return self._decode(b"".join(chunks), ctype)
+        return self._decode(data, ctype)
 
     async def _fetch_lean(self, client: Http1Client) -> tuple[bytes, str]:
         try:
@@ -375,7 +519,7 @@ class DirectSource:
     def _check_head(self, status: int, headers: dict[str, str]) -> None:
         """What is known before the body: a wrong status or content type, a declared size."""
         if status != 200:
-            raise ScrapeError(f"HTTP {status}")
+            raise status_error(status, headers)
         reason = content_type_reason(headers.get("content-type", ""))
         if reason is not None:
             raise ScrapeError(reason)
@@ -412,7 +556,11 @@ class DirectSource:
         # Started early so that it runs beside the replica's own fetch.
         gpu_task = self._gpu_task(t.gpu_url) if t.gpu_url else None
         t0 = time.perf_counter()
-        text, error = await self._guarded(self._fetch(self._endpoint(t)))
+        endpoint = self._endpoint(t)
+        asked_to_wait: list[float] = []
+        text, error = await self._guarded(self._fetch(endpoint), endpoint.proxied, asked_to_wait.append)
+        if asked_to_wait and error is not None:  # not asked again before Retry-After
+            self._not_before[t.name] = (time.monotonic() + asked_to_wait[0], error)
         latency = time.perf_counter() - t0
         if error is not None or text is None:
             return Scrape(ts=ts, replica=t.name, error=error or "no page", group=t.group, latency_s=latency)
@@ -445,11 +593,17 @@ class DirectSource:
 
 
 def _http_reason(e: httpx.HTTPError, timeout: float) -> str:
+    import httpx  # at run time: the module-level name exists only for type checking
+
+    if isinstance(e, httpx.ProxyError):
+        return "proxy refused the connection to the replica"
     if isinstance(e, httpx.TimeoutException):
         return f"timeout after {float(timeout)}s"
     if isinstance(e, httpx.ConnectError):
         return _connect_reason(e)
     if isinstance(e, httpx.RemoteProtocolError):
+        if "message body" in str(e) or "incomplete chunked" in str(e):  # h11: closed before the body's end
+            return f"{TRUNCATED} (connection closed mid-body)"
         return "bad HTTP response (connection closed or not HTTP)"
     if isinstance(e, httpx.ReadError):
         return "connection reset while reading"
@@ -465,6 +619,8 @@ def _http_reason(e: httpx.HTTPError, timeout: float) -> str:
 def _connect_reason(e: Exception) -> str:
     cause: BaseException | None = e
     while cause is not None:
+        if isinstance(cause, ssl.SSLError):
+            return _tls_reason(cause)
         if isinstance(cause, OSError) and cause.errno is not None:
             return _os_reason(cause)
         cause = cause.__cause__ or cause.__context__
@@ -476,6 +632,18 @@ def _connect_reason(e: Exception) -> str:
     if "ssl" in text or "certificate" in text:
         return "TLS error"
     return "cannot connect"
+
+
+def _tls_reason(e: ssl.SSLError) -> str:
+    """OpenSSL's own short words for why (its verify message or reason code), printable ASCII."""
+    if isinstance(e, ssl.SSLCertVerificationError):
+        why = e.verify_message or "certificate verify failed"
+        head = "TLS: certificate not trusted"
+    else:
+        why = e.reason or type(e).__name__
+        head = "TLS error"
+    why = "".join(c for c in str(why) if " " <= c <= "~")[:80]
+    return f"{head} ({why})"
 
 
 def _os_reason(e: OSError) -> str:

@@ -33,6 +33,68 @@ class BodyTooLarge(Exception):
     """The body (decompressed) is over the cap."""
 
 
+TRUNCATED = "truncated response"
+
+
+class BodyDecoder:
+    """A response body, decoded as it arrives and capped after decompression: `feed` raw bytes,
+    then `finish`. A gzip stream must reach its end (a cut one is truncated, not a short page);
+    another gzip member after the first is read too, as gzip readers do."""
+
+    __slots__ = ("cap", "discard", "enc", "_z", "_out", "size")
+
+    def __init__(self, content_encoding: str, cap: int, discard: bool = False) -> None:
+        enc = content_encoding.strip().lower()
+        if discard:
+            enc = ""
+        elif enc not in ("", "identity", "gzip", "x-gzip", "deflate"):
+            raise HttpError("unsupported content encoding")
+        self.cap, self.discard = cap, discard
+        self.enc = "" if enc == "identity" else enc
+        self._z = self._decoder() if self.enc else None
+        self._out: list[bytes] = []
+        self.size = 0
+
+    def _decoder(self) -> "zlib._Decompress":
+        return zlib.decompressobj(47) if self.enc != "deflate" else zlib.decompressobj()  # 47: zlib or gzip, auto
+
+    def feed(self, data: bytes) -> None:
+        if self.discard or not data:
+            return
+        z = self._z
+        while z is not None and data:
+            if z.eof:  # a next gzip member
+                z = self._z = self._decoder()
+            try:  # max_length: stop just past the cap, so a bomb costs only the cap
+                out = z.decompress(data, self.cap + 1 - self.size)
+            except zlib.error:
+                raise HttpError("undecodable response body") from None
+            self._take(out)
+            data = z.unconsumed_tail or z.unused_data
+            if z.unconsumed_tail and not out:
+                raise HttpError("undecodable response body")  # no progress: never loop
+        if z is None:
+            self._take(data)
+
+    def _take(self, data: bytes) -> None:
+        self.size += len(data)
+        if self.size > self.cap:
+            raise BodyTooLarge
+        if data:
+            self._out.append(data)
+
+    def finish(self, close_delimited: bool = False) -> bytes:
+        if self.discard:
+            return b""
+        if self._z is not None and not self._z.eof:
+            raise HttpError(f"{TRUNCATED} (compressed body ends early)")
+        body = b"".join(self._out)
+        if close_delimited and body and not body.endswith(b"\n"):
+            # only the close says where such a body ends; a page always ends with a newline
+            raise HttpError(f"{TRUNCATED} (body ends mid-line)")
+        return body
+
+
 class Response:
     __slots__ = ("status", "headers")
 
@@ -54,10 +116,13 @@ class _Conn:
 class Http1Client:
     """GETs one URL (following redirects) over one kept-alive connection."""
 
-    def __init__(self, url: str, headers: dict[str, str], max_bytes: int) -> None:
+    def __init__(self, url: str, headers: dict[str, str], max_bytes: int, auth: str | None = None) -> None:
         self.url = url
         self.max_bytes = max_bytes
         self._headers = "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "Accept-Encoding: gzip\r\n"
+        # an Authorization value, sent only to the URL's own origin (not to a redirect elsewhere)
+        self._auth = f"Authorization: {auth}\r\n" if auth else ""
+        self._origin: tuple[str, str | None, int] | None = None  # (scheme, host, port) of `url`: set by its first request
         self._conn: _Conn | None = None
         self._requests: dict[str, tuple[bytes, tuple[str | None, int]]] = {}  # url -> _target(url), built once
         self.closed = False
@@ -118,7 +183,12 @@ class Http1Client:
         if got is None:
             parts = urlsplit(url)
             target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            req = f"GET {target} HTTP/1.1\r\nHost: {parts.netloc}\r\n{self._headers}\r\n".encode("latin-1")
+            host = parts.netloc.rsplit("@", 1)[-1]  # never the userinfo
+            origin = (parts.scheme, parts.hostname, parts.port or 80)
+            if self._origin is None:  # every get() asks for self.url first
+                self._origin = origin
+            auth = self._auth if origin == self._origin else ""
+            req = f"GET {target} HTTP/1.1\r\nHost: {host}\r\n{self._headers}{auth}\r\n".encode("latin-1")
             if len(self._requests) > 16:  # redirect targets: a loop must not grow this
                 self._requests.clear()
             got = self._requests[url] = (req, (parts.hostname, parts.port or 80))
@@ -148,7 +218,26 @@ class Http1Client:
                 self._drop()
                 raise
             conn.used = True
-            return _head(head), conn
+            try:
+                resp = _head(head)
+                for _ in range(8):  # interim answers (100 Continue, 103 Early Hints) precede the real one
+                    if not 100 <= resp.status < 200:
+                        break
+                    if resp.status == 101:
+                        raise HttpError("bad HTTP response (protocol switch)")
+                    resp = _head(await conn.reader.readuntil(b"\r\n\r\n"))
+                else:
+                    raise HttpError("bad HTTP response (too many interim answers)")
+            except asyncio.IncompleteReadError:
+                self._drop()
+                raise HttpError("bad HTTP response (connection closed or not HTTP)") from None
+            except asyncio.LimitOverrunError:
+                self._drop()
+                raise HttpError("bad HTTP response (headers too long)") from None
+            except BaseException:
+                self._drop()
+                raise
+            return resp, conn
         raise AssertionError("unreachable")
 
     async def _body(self, conn: _Conn, resp: Response, discard: bool = False) -> bytes:
@@ -156,7 +245,7 @@ class Http1Client:
             body, reusable = await self._read_body(conn.reader, resp.headers, discard)
         except asyncio.IncompleteReadError:
             self._drop()
-            raise HttpError("bad HTTP response (connection closed or not HTTP)") from None
+            raise HttpError(f"{TRUNCATED} (connection closed mid-body)") from None
         except ValueError:  # a chunk-size line over the stream limit
             self._drop()
             raise HttpError("bad HTTP response (chunk size)") from None
@@ -169,31 +258,16 @@ class Http1Client:
 
     async def _read_body(self, reader: asyncio.StreamReader, h: dict[str, str], discard: bool) -> tuple[bytes, bool]:
         cap = self.max_bytes
-        enc = h.get("content-encoding", "").strip().lower()
-        decoder = zlib.decompressobj(47) if enc in ("gzip", "x-gzip") else (
-            zlib.decompressobj() if enc == "deflate" else None)  # 47: zlib or gzip header, auto
-        out: list[bytes] = []
-        size = 0
-
-        def take(data: bytes, final: bool = False) -> None:
-            nonlocal size
-            if discard or (final and decoder is None):
-                return
-            if decoder is not None:
-                try:  # max_length: stop just past the cap, so a gzip bomb costs only the cap
-                    data = decoder.flush() if final else decoder.decompress(data, cap + 1 - size)
-                except zlib.error:
-                    raise HttpError("undecodable response body") from None
-            size += len(data)
-            if size > cap:
-                raise BodyTooLarge
-            out.append(data)
-
+        body = BodyDecoder(h.get("content-encoding", ""), cap, discard)
+        raw_cap = 2 * cap + _READ  # compressed bytes: gzip never needs twice the decoded size
         reusable = h.get("connection", "").lower() != "close"
+        close_delimited = False
         if "chunked" in h.get("transfer-encoding", "").lower():
             raw = 0
             while True:
                 line = await reader.readline()
+                if not line.endswith(b"\n"):
+                    raise HttpError(f"{TRUNCATED} (connection closed mid-body)")
                 try:
                     n = int(line.split(b";", 1)[0].strip(), 16)
                 except ValueError:
@@ -202,30 +276,39 @@ class Http1Client:
                     while (await reader.readline()) not in (b"\r\n", b"\n", b""):
                         pass  # trailers
                     break
+                if raw + n > (cap if body.enc == "" or discard else raw_cap):
+                    raise BodyTooLarge  # declared: refused before it is read
                 raw += n
-                if raw > cap and (decoder is None or discard):
-                    raise BodyTooLarge
-                take(await reader.readexactly(n))
+                while n > 0:  # in pieces: a huge declared chunk is never buffered whole
+                    piece = await reader.read(min(n, _READ))
+                    if not piece:
+                        raise HttpError(f"{TRUNCATED} (connection closed mid-body)")
+                    n -= len(piece)
+                    body.feed(piece)
                 await reader.readexactly(2)
         elif "content-length" in h:
             try:
                 n = int(h["content-length"])
             except ValueError:
                 raise HttpError("bad HTTP response (content-length)") from None
-            if n > cap and decoder is None:
+            if n > (cap if body.enc == "" else raw_cap):
                 raise BodyTooLarge
             while n > 0:
-                chunk = await reader.read(min(n, _READ if decoder is not None else n))
+                chunk = await reader.read(min(n, _READ))
                 if not chunk:
-                    raise HttpError("bad HTTP response (connection closed or not HTTP)")
+                    raise HttpError(f"{TRUNCATED} (connection closed before Content-Length)")
                 n -= len(chunk)
-                take(chunk)
+                body.feed(chunk)
         else:  # no length: the body ends when the server closes
             reusable = False
+            close_delimited = True
+            raw = 0
             while chunk := await reader.read(_READ):
-                take(chunk)
-        take(b"", final=True)
-        return b"".join(out), reusable
+                raw += len(chunk)
+                if raw > raw_cap:
+                    raise BodyTooLarge
+                body.feed(chunk)
+        return body.finish(close_delimited), reusable
 
 
 def _head(raw: bytes) -> Response:

@@ -25,6 +25,7 @@ COMMANDS = [
     "tui.commands.replay",
     "tui.commands.config",
     "tui.commands.actions",
+    "tui.commands.rules",
 ]
 
 EPILOG = """\

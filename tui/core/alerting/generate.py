@@ -274,7 +274,8 @@ def _alerts(q: _Q, t: Thresholds, w: Windows) -> list[dict]:
             + "; kvwatch shows it as down."),
         V.NODE_FAULT: (
             f"{P}gpu_fault", duration(0),
-            "GPU fault ({{ $labels.fault }}): " + advice[V.NODE_FAULT],
+            "GPU fault: {{ $labels.fault }} {{ $value }} (XID code / ECC errors / bad throttle reasons); "
+            + advice[V.NODE_FAULT],
             "A GPU of this replica reports {{ $labels.fault }} (value {{ $value }}): XID errors, "
             "uncorrected ECC errors or clock throttling other than the benign reasons ("
             + ", ".join(t.benign_throttle) + ")."),

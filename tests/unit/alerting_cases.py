@@ -125,6 +125,15 @@ CASES: dict[str, tuple[list[dict], dict[str, tuple[float, dict]]]] = {
         {"KVWatchKVCachePressure": (0.95, {})}),
     "kv-pressure, KV full with a queue the cap does not hold": (vllm_v1("queue-thrash", 0.99, 20, WANDER),
                                                                 {"KVWatchKVCachePressure": (0.99, {})}),
+    # hysteresis as in the live view: once in kv-pressure, KV down to kv_clear (0.85) with a recent
+    # preemption keeps it; the same KV without preemptions or a queue leaves it
+    "kv-pressure holds at KV 0.87 while preemptions are recent": (
+        vllm_v1("holding", [0.97] * 12 + [0.87] * 9, [12] * 12 + [0] * 9, WANDER,
+                preempt_inc=[2] * 12 + [1, 0, 0, 1, 0, 0, 1, 0, 0]),
+        {"KVWatchKVCachePressure": (0.87, {})}),
+    "kv-pressure clears at KV 0.87 with no preemptions and no queue": (
+        vllm_v1("cleared", [0.97] * 12 + [0.87] * 9, [12] * 12 + [0] * 9, WANDER, preempt_inc=[2] * 12 + [0] * 9),
+        {}),
     # -- look-alikes: the kv-pressure alert must stay silent --------------------------------------
     "healthy replica with a pre-allocated pool": (vllm_v1("idle", 0, 0, 0, gen_inc=0, util=1), {}),
     "prefix-heavy replica at KV 0.93, no queue": (vllm_v1("prefix", 0.93, 0, [30, 31, 29] * 7, util=70), {}),

@@ -189,6 +189,8 @@ def _recording(q: _Q, w: Windows) -> list[dict]:
             parts.append(f'label_replace(increase({q.sel(n)}[{q.intervals(t.stall_points)}]), '
                          f'"kvwatch_counter", "{i}", "", "")')
     rec("progress", f"sum by ({by}) ({' or '.join(parts)})")
+    rec("progress_last", f"sum by ({by}) ({' or '.join(parts)})".replace(
+        f"[{q.intervals(t.stall_points)}]", f"[{q.intervals(1)}]"))
     rec("gpu_util", q.gpu(f"max by ({', '.join(q.o.gpu_by or q.o.by)}) (DCGM_FI_PROF_SM_ACTIVE * 100)")
         + " or " + q.gpu(f"max by ({', '.join(q.o.gpu_by or q.o.by)}) (DCGM_FI_DEV_GPU_UTIL)"))
     rec("api_cpu_cores", f"sum by ({by}) (rate({q.sel('process_cpu_seconds_total')}[{q.intervals(1)}]))"
@@ -228,10 +230,19 @@ def _recording(q: _Q, w: Windows) -> list[dict]:
     stalled = (f"(({P}progress <= 0 and {on} min_over_time({P}in_flight[{q.samples(t.stall_points)}]) >= 1) "
                f"or {on} (count_over_time({P}deferred_dominated[{q.samples(t.stall_points)}]) "
                f">= {t.stall_points})) unless {on} {P}verdict_node_fault")
-    rec("verdict_stalled", f"max by ({by}) ({P}in_flight and {on} ({stalled}))")
+    # Hysteresis: a verdict's own series, read before this evaluation writes it, is the verdict
+    # of the previous evaluation; while it holds, the live view's leave conditions apply (one
+    # interval without progress, KV down to kv_clear, any recent preemption, a queue now).
+    still = (f"({P}verdict_stalled and {on} (({P}progress_last <= 0 and {on} {P}in_flight >= 1) "
+             f"or {on} {P}deferred_dominated))")
+    rec("verdict_stalled", f"max by ({by}) ({P}in_flight and {on} (({stalled}) or {on} {still}))")
     kv = (f"{P}kv_usage >= {_num(t.kv_high)} and {on} ({P}preempting or {on} ({P}swapped >= 1) "
           f"or {on} ({P}queue_held unless {on} {P}running_pinned))")
-    rec("verdict_kv_pressure", f"({kv}) unless {on} {P}verdict_node_fault unless {on} {P}verdict_stalled")
+    kv_still = (f"{P}kv_usage >= {_num(t.kv_clear)} and {on} {P}verdict_kv_pressure and {on} "
+                f"({P}preemptions_recent > 0 or {on} ({P}swapped >= 1) or {on} ({P}queue unless {on} "
+                f"{P}running_pinned))")
+    rec("verdict_kv_pressure", f"(({kv}) or {on} ({kv_still})) unless {on} {P}verdict_node_fault "
+                               f"unless {on} {P}verdict_stalled")
     before = f"unless {on} {P}verdict_node_fault unless {on} {P}verdict_stalled unless {on} {P}verdict_kv_pressure"
     idle = (f"({P}gpu_util < {_num(t.gpu_util_low_pct)} or {on} "
             f"(({P}kv_usage < {_num(t.kv_low)}) unless {on} {P}gpu_util))")
@@ -245,9 +256,14 @@ def _recording(q: _Q, w: Windows) -> list[dict]:
     saturated = f"{P}gpu_util >= {_num(t.gpu_util_saturated_pct)}"
     rec("verdict_compute_bound", f"({P}compute unless {on} ({P}capped unless {on} {saturated})) {before}")
     before += f" unless {on} {P}verdict_compute_bound"
-    rec("verdict_concurrency_capped", f"{P}capped {before}")
+    cap_still = (f"{P}verdict_concurrency_capped and {on} {P}waiting_capacity and {on} {P}calm and {on} "
+                 f"{P}queue and {on} {P}running_pinned and {on} ({P}kv_peak < {_num(t.kv_clear)})")
+    rec("verdict_concurrency_capped", f"({P}capped or {on} ({cap_still})) {before}")
     before += f" unless {on} {P}verdict_concurrency_capped"
-    rec("verdict_overloaded", f"({P}waiting_capacity and {on} {P}queue_held) {before}")
+    # a queue that follows kv-pressure or an overload is held from its first scrape
+    after = f"({P}verdict_overloaded or {on} ({P}verdict_kv_pressure offset {duration(q.iv)}))"
+    rec("verdict_overloaded", f"({P}waiting_capacity and {on} ({P}queue_held or {on} ({P}queue and {on} {after})))"
+                              f" {before}")
     return r
 
 

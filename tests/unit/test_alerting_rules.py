@@ -125,3 +125,30 @@ def test_bad_thresholds_are_refused_and_nothing_is_written(tmp_path, capsys):
 def test_validate_names_what_makes_no_sense(t, w, o, words):
     with pytest.raises(ValueError, match=words):
         validate(t, w, o)
+
+
+@promtool
+def test_alerts_agree_with_the_verdict_timeline_on_suite_traces():
+    """A slice of bench/bench_alert_rules.py: Prometheus evaluates the rules over labelled traces
+    and the alerts follow kvwatch's own verdicts; no kv-pressure alert on the look-alikes."""
+    import os
+    import sys
+
+    from tests.scenarios import Trace, generate, suite
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import bench_alert_rules as bench
+
+    keep = ("long-prompts.v1", "burst.v0", "steady-high-kv-no-preempt.v1", "concurrency-capped.v1-early",
+            "stalled.v1", "throttled-node.v1")
+    traces = []
+    for scn in suite(1):
+        if scn.name in keep:
+            rows = tuple(generate(scn, 1))
+            traces.append(Trace(scn.name, scn.interval, rows, tuple(scn.onsets(rows[0][0].ts))))
+    assert len(traces) == len(keep)
+    agree, _, false_kv = bench.score(traces)
+    assert not false_kv
+    for v in ("kv-pressure", "concurrency-capped", "stalled", "node-fault"):
+        both, either = agree[v]
+        assert either and both / either >= (0.95 if v == "kv-pressure" else 0.9), (v, both, either)

@@ -121,6 +121,8 @@ def test_bad_thresholds_are_refused_and_nothing_is_written(tmp_path, capsys):
     (Thresholds(queue_points=0), Windows(), RuleOptions(), "queue_points"),
     (Thresholds(), Windows(), RuleOptions(by=("pod-name",)), "label"),
     (Thresholds(), Windows(), RuleOptions(gpu_by=("exported_pod",)), "--gpu-by"),
+    (Thresholds(), Windows(), RuleOptions(selector='job="a"} or vector(1) or {x="y"'), "selector"),
+    (Thresholds(), Windows(), RuleOptions(selector="job=vllm"), "selector"),
 ])
 def test_validate_names_what_makes_no_sense(t, w, o, words):
     with pytest.raises(ValueError, match=words):

@@ -30,6 +30,8 @@ from .. import verdicts as V
 # Every recorded series is named kvwatch:<signal> (the by labels are the aggregation).
 P = "kvwatch:"
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_MATCHER = r'\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"\s*'
+_SELECTOR = re.compile(rf"^(?:{_MATCHER}(?:,{_MATCHER})*,?)?$")  # label matchers, without braces
 RUNBOOK_BASE = "runbooks"  # kvwatch follows these runbooks; --runbook-base points at where they live
 
 # alert name, verdict, severity, runbook section (file#anchor)
@@ -107,8 +109,8 @@ def validate(t: Thresholds, w: Windows, o: RuleOptions) -> None:
         bad.append("--by: at least one label names a replica")
     if o.gpu_by is not None and len(o.gpu_by) != len(o.by):
         bad.append("--gpu-by must name as many labels as --by (one for each)")
-    if "}" in o.selector or "{" in o.selector:
-        bad.append(f"selector {o.selector!r}: give the matchers only, without braces")
+    if not _SELECTOR.match(o.selector):
+        bad.append(f"selector {o.selector!r}: expected label matchers without braces, like job=\"vllm\"")
     if bad:
         raise ValueError("; ".join(bad))
 

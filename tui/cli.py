@@ -24,6 +24,7 @@ COMMANDS = [
     "tui.commands.replay",
     "tui.commands.config",
     "tui.commands.actions",
+    "tui.commands.rules",
 ]
 
 EPILOG = """\

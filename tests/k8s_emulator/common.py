@@ -27,8 +27,9 @@ KINDS: dict[str, tuple[str, str, str, bool]] = {
     "leaderworkersets": ("leaderworkerset.x-k8s.io", "v1", "LeaderWorkerSet", True),
     "inferenceservices": ("serving.kserve.io", "v1beta1", "InferenceService", True),
     "inferencepools": ("inference.networking.x-k8s.io", "v1alpha2", "InferencePool", True),
+    "prometheusrules": ("monitoring.coreos.com", "v1", "PrometheusRule", True),
 }
-CRDS = ("leaderworkersets", "inferenceservices", "inferencepools")
+CRDS = ("leaderworkersets", "inferenceservices", "inferencepools", "prometheusrules")
 PLURAL = {v[2]: k for k, v in KINDS.items()}
 WORKLOADS = ("deployments", "replicasets", "statefulsets")
 HASH = "pod-template-hash"

@@ -80,11 +80,24 @@ def _hints(args: argparse.Namespace):
     )
 
 
+def _rules_check(api):
+    """Whether kvwatch's alerting rules are installed; a failed lookup is a finding, never fatal."""
+    from tui.core.alerting.installed import CHECK_ID, TITLE, rules_check
+    from tui.core.audit import SKIP, Check
+    from tui.core.cluster.kube import map_error
+
+    try:
+        return rules_check(api)
+    except Exception as e:  # noqa: BLE001 - the client raises many types; the audit goes on without it
+        return Check(CHECK_ID, TITLE, SKIP, f"cannot list PrometheusRules: {map_error(e)}")
+
+
 def run(args: argparse.Namespace) -> int:
     from tui.core.audit import ManifestError, audit_all, fetch_workloads, render_table
     from tui.core.config import load_config
 
     cfg = load_config()
+    cluster_checks = []  # findings about the cluster as a whole (prevention: alerting rules installed)
     try:
         hints = _hints(args)
         if args.file:
@@ -100,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
                                               namespace=args.namespace or cfg.namespace)
                 ns = None if args.all_namespaces else (cluster.namespace or "default")
                 objs = fetch_workloads(cluster.api, ns, args.selector or cfg.selector)
+                cluster_checks = [_rules_check(cluster.api)]
             except ClusterError as e:
                 raise ManifestError(f"cluster: {e}") from None
             except Exception as e:  # noqa: BLE001 - the client raises many types; map them all
@@ -114,13 +128,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvwatch audit: no vLLM Deployments or StatefulSets found in {where}", file=sys.stderr)
         return 2
     failed = any(a.failed for a in audits)
-    warned = any(c.status == "warn" for a in audits for c in a.checks)
+    warned = any(c.status == "warn" for a in audits for c in (*a.checks, *cluster_checks))
     code = 1 if failed or (args.strict and warned) else 0
     if args.json:
         print(json.dumps({"workloads": [a.as_dict() for a in audits], "failed": failed, "warnings": warned,
-                          "strict": args.strict, "exit_code": code}, indent=2))
+                          "strict": args.strict, "exit_code": code,
+                          "cluster": [c.as_dict() for c in cluster_checks]}, indent=2))
     else:
         print(render_table(audits))
+        for c in cluster_checks:
+            print(f"cluster: {c.status:<4}  {c.title}: {c.detail}")
         if args.strict and warned and not failed:
             print("warnings fail the audit (--strict)")
     return code

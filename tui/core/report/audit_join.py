@@ -16,7 +16,7 @@ from ..textsafe import clean
 
 # windows (seconds from the action) over which the fleet's figures are compared: a rollout or new
 # pods need minutes to take effect, so "after" is looked at twice
-WINDOWS = (("2 min before", -120.0, 0.0), ("1-4 min after", 60.0, 240.0), ("5-10 min after", 300.0, 600.0))
+WINDOWS = (("30 s before", -30.0, 0.0), ("1-4 min after", 60.0, 240.0), ("5-10 min after", 300.0, 600.0))
 BEFORE_S = -WINDOWS[0][1]
 
 

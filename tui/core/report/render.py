@@ -131,7 +131,7 @@ DEFINITIONS = (
     "(preemptions ~0, KV below kv_high and the queue drained, held for the recovery window; latency back; no "
     "new restart) confirmed on every serving replica that had an incident verdict, with no incident verdict "
     "or alarm left. Verdicts are those `kvwatch diagnose` gives for the same file. Before / after: the mean of "
-    "each fleet figure over the 2 minutes before an action, 1 to 4 and 5 to 10 minutes after it (a later "
+    "each fleet figure over the 30 s before an action (what the on-call saw when acting), 1 to 4 and 5 to 10 minutes after it (a later "
     "action inside a window shares it)."
 )
 

@@ -113,7 +113,7 @@ def story(r: Report, standalone_svg: bool = False) -> Story:
                      "window, not shown")
     pics = []
     if len(r.replicas) <= LANES_MAX:
-        pics.append(("lanes", "Verdict per replica (numbered dashes: the actions)", swimlane(r, standalone=standalone_svg)))
+        pics.append(("lanes", "Verdict per replica (numbered dashes: the actions; solid: recovery confirmed)", swimlane(r, standalone=standalone_svg)))
     else:
         pics.append(("heatmap", f"Worst verdict per replica and minute ({len(r.replicas)} replicas)",
                      heatmap(r, standalone=standalone_svg)))
@@ -212,7 +212,9 @@ pre{background:var(--card);border:1px solid var(--line);padding:8px;overflow-x:a
 word-break:break-word;font-size:12px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:8px 12px;margin:8px 0}
 .ok{color:var(--ok)}.bad{color:var(--bad)}.mute{color:var(--mute)}
-@media (max-width:600px){.kv th{width:auto}main{padding:8px}td,th{padding:3px}}
+td:first-child{white-space:nowrap}
+@media (max-width:600px){.kv th{width:auto}main{padding:8px}td,th{padding:3px}
+figure{overflow-x:auto}figure svg{min-width:640px;max-width:none}}
 @media print{:root{--bg:#fff;--fg:#000;--mute:#444;--line:#bbb;--card:#fff}
 body{font-size:11px}main{max-width:none}figure,.card,table{break-inside:avoid}}
 """

@@ -38,11 +38,12 @@ def css() -> str:
     dark = [f".v-{n}{{fill:{c[1]}}}" for n, c in _FILL.items()]
     base = (".fg{fill:%s}.axis{stroke:%s;stroke-opacity:.35}.grid{stroke:%s;stroke-opacity:.12}"
             ".line{fill:none;stroke:%s;stroke-width:1.6}.act{stroke:%s;stroke-width:1.5;stroke-dasharray:4 3}"
-            ".actl{fill:%s}.shade{opacity:.18}.bg{fill:none}"
+            ".actl{fill:%s}.rec{stroke:%s;stroke-width:2}.recl{fill:%s}.shade{opacity:.18}"
             "text{font:11px system-ui,-apple-system,'Segoe UI',sans-serif}.small{font-size:10px}")
-    return ("".join(light) + base % (_LINE[0], _LINE[0], _LINE[0], _LINE[0], _ACTION[0], _ACTION[0])
+    ok = _FILL[V.HEALTHY]
+    return ("".join(light) + base % (_LINE[0], _LINE[0], _LINE[0], _LINE[0], _ACTION[0], _ACTION[0], ok[0], ok[0])
             + "@media (prefers-color-scheme: dark){" + "".join(dark)
-            + base % (_LINE[1], _LINE[1], _LINE[1], _LINE[1], _ACTION[1], _ACTION[1]) + "}")
+            + base % (_LINE[1], _LINE[1], _LINE[1], _LINE[1], _ACTION[1], _ACTION[1], ok[1], ok[1]) + "}")
 
 
 def esc(text: str) -> str:
@@ -100,12 +101,19 @@ class _Frame:
         return out
 
     def actions(self) -> list[str]:
+        """The actions as numbered dashed lines (numbers as in the mitigations list), and the
+        confirmed recovery as a solid line."""
         out = []
+        if self.r.recovered_at is not None:
+            x = self.x(self.r.recovered_at)
+            out.append(f'<g><title>{esc("recovery confirmed " + when(self.r.recovered_at))}</title>'
+                       f'<line class="rec" x1="{x}" y1="{self.top - 4}" x2="{x}" y2="{self.h - self.bottom}"/>'
+                       f'<text class="recl small" x="{x - 3}" y="{self.top - 5}" text-anchor="end">recovered</text></g>')
         for i, m in enumerate(self.r.mitigations, 1):
             x = self.x(m.ts)
             out.append(f'<g><title>{esc(f"{i}. {when(m.ts)} {m.user}: {m.what} ({m.message})")}</title>'
                        f'<line class="act" x1="{x}" y1="{self.top - 4}" x2="{x}" y2="{self.h - self.bottom}"/>'
-                       f'<text class="actl" x="{x + 3}" y="{self.top - 6}">{i}</text></g>')
+                       f'<text class="actl" x="{x + 3}" y="{self.top - 5}">{i}</text></g>')
         return out
 
 
@@ -123,7 +131,7 @@ def legend(verdicts: Iterable[str], x: int, y: int) -> list[str]:
         sym = V.BY_NAME[v].symbol if v in V.BY_NAME else "?"
         out.append(f'<rect class="v-{esc(v)}" x="{x}" y="{y - 9}" width="10" height="10"/>'
                    f'<text class="fg small" x="{x + 13}" y="{y}">{esc(sym)} {esc(v)}</text>')
-        x += 22 + 6 * len(v)
+        x += 30 + 6 * (len(v) + 2)
     return out
 
 
@@ -201,9 +209,9 @@ def _nice_max(v: float) -> float:
     return 10 * e
 
 
-def metric_plot(r: Report, key: str, width: int = 960, height: int = 150, standalone: bool = False) -> str:
+def metric_plot(r: Report, key: str, width: int = 960, height: int = 160, standalone: bool = False) -> str:
     """One fleet figure over time, the fleet's worst verdict shaded behind it, actions marked."""
-    f = _Frame(r, width, height, left=60, top=18)
+    f = _Frame(r, width, height, top=30)  # the swimlane's margins: the pictures share one time axis
     vals = [p.values.get(key) for p in r.points]
     top = 1.0 if key == "kv" else _nice_max(max((v for v in vals if v is not None), default=0.0) * 1.05)
     ph = height - f.top - f.bottom

@@ -338,6 +338,9 @@ class MitigationMixin:
         if cmd.name == "quit":
             self.app.exit()
             return
+        if cmd.name == "report":
+            await self.app.action_write_report()
+            return
         cluster = self.gate.cluster()
         if cmd.needs_cluster and cluster is None:
             self.app.notify(f":{cmd.typed}: {self.gate.why_not('events')}", severity="warning", timeout=5, markup=False)
@@ -364,5 +367,5 @@ class MitigationMixin:
         elif cmd.name == "ns":
             await self._switcher().namespace(cluster, arg)
         else:
-            self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :q)",
+            self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :report, :q)",
                             severity="warning", timeout=5, markup=False)

@@ -145,6 +145,18 @@ def test_html_is_one_self_contained_escaped_page(tmp_path, capsys):
     assert "No audit log given" in page
 
 
+def test_markdown_escapes_names_that_would_be_html_or_table_syntax(tmp_path):
+    path, t0 = incident(tmp_path, names=("a|b<script>x</script>", "vllm-b"))
+    md = tmp_path / "r.md"
+    assert main(["report", str(path), "-o", str(md)]) == 0
+    import re
+
+    text = md.read_text()
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)  # fenced blocks are shown literally
+    assert "<script>" not in prose and "a\\|b&lt;script>x&lt;/script>" in prose
+    assert text.count("```") % 2 == 0
+
+
 def _urls(text: str) -> list[str]:
     import re
 

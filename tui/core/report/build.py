@@ -21,6 +21,7 @@ Definitions (said in the report too):
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from dataclasses import dataclass, field
 
@@ -181,14 +182,24 @@ def _halve(points: list[Point]) -> list[Point]:
     return out
 
 
-def _breach(s: Scrape, prev_pre: float | None, t: Thresholds) -> tuple[bool, float | None]:
-    """Whether scrape `s` shows the signature, and its preemption counter (for the next call)."""
+def _breach(s: Scrape, prev_pre: float | None, t: Thresholds) -> tuple[str, float | None]:
+    """What of the signature scrape `s` shows ("" = none), and its preemption counter (for the
+    next call)."""
     if not s.ok or s.sample is None:
-        return False, prev_pre
+        return "", prev_pre
     kv, waiting, pre = s.sample.value("kv_usage"), s.sample.value("waiting"), s.sample.value("preemptions")
-    hit = (kv is not None and kv >= t.kv_high) or (waiting is not None and waiting >= t.waiting_min) or \
-          (pre is not None and prev_pre is not None and pre > prev_pre)
-    return hit, pre if pre is not None else prev_pre
+    hits = []
+    if kv is not None and kv >= t.kv_high:
+        hits.append(f"KV usage {kv:.2f} >= {t.kv_high:.2f}")
+    if pre is not None and prev_pre is not None and pre > prev_pre:
+        hits.append(f"{pre - prev_pre:g} preemption(s) since the last scrape")
+    if waiting is not None and waiting >= t.waiting_min:
+        hits.append(f"{waiting:g} waiting")
+    return "; ".join(hits), pre if pre is not None else prev_pre
+
+
+def _clock(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%H:%M:%S") if ts > 1e9 else f"t={ts:.0f}s"
 
 
 def _evidence_lines(state: FleetState, polled: set[str], alarms: list) -> list[str]:
@@ -215,6 +226,7 @@ class _Collector:
         self.first_verdict: dict[str, tuple[float, str]] = {}
         self.onset: dict[str, float] = {}
         self._run: dict[str, float | None] = {}  # replica -> start of its current breaching run
+        self._run_what: dict[str, str] = {}  # ... and what its first scrape showed
         self._pre: dict[str, float | None] = {}
         self.alarm_start: float | None = None
         self.recovered_at: float | None = None
@@ -237,9 +249,9 @@ class _Collector:
             if s.replica not in self.first_verdict:
                 hit, self._pre[s.replica] = _breach(s, self._pre.get(s.replica), self.t)
                 if hit:
-                    self._run.setdefault(s.replica, s.ts)
-                    if self._run[s.replica] is None:
+                    if self._run.get(s.replica) is None:
                         self._run[s.replica] = s.ts
+                        self._run_what[s.replica] = hit
                 else:
                     self._run[s.replica] = None
         values = _fleet_point(state, polled)
@@ -268,6 +280,10 @@ class _Collector:
                 self.onset[v.name] = min(run, since) if run is not None else since
                 new.append(v)
         if new and len(self.first_verdict) == len(new):  # the first replica(s) to get one
+            onset = min(self.onset[v.name] for v in new)
+            self.moments.append(Moment(onset, "signature onset", [
+                f"{clean(v.name)} at {_clock(self.onset[v.name])}: {self._run_what.get(v.name) or 'the verdict itself'}"
+                for v in new[:_EVIDENCE_REPLICAS]]))
             lines = []
             for v in new[:_EVIDENCE_REPLICAS]:
                 lines.append(f"{clean(v.name)}: {v.verdict}")

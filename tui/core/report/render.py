@@ -140,7 +140,9 @@ DEFINITIONS = (
 
 
 def _md_cell(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
+    """Text for a Markdown line or cell: a renderer must not take a replica's or user's name for
+    HTML or for table syntax."""
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace("|", "\\|").replace("\n", " ")
 
 
 def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -155,7 +157,7 @@ def markdown(r: Report, path: str) -> list[str]:
     s = story(r, standalone_svg=True)
     base = os.path.splitext(path)[0]
     written = [path]
-    out = [f"# {s.title}", "", "## Summary", ""]
+    out = [_md_cell(f"# {s.title}"), "", "## Summary", ""]
     out += _md_table(["", ""], [[k, v] for k, v in s.summary])
     out += ["", "## First verdict per replica", ""]
     out += _md_table(["replica", "group", "onset", "first verdict", "at", "time to detect"], s.first) if s.first \
@@ -164,8 +166,8 @@ def markdown(r: Report, path: str) -> list[str]:
     if not s.actions:
         out.append("None in the audit log for this window." if r.audit else "No audit log given (`--audit FILE`).")
     for a in s.actions:
-        out += [f"### {a['n']}. {a['when']}: {a['what']}", "", f"- who: {a['who']} (context {a['context'] or '-'})",
-                f"- result: {a['result']}", ""]
+        out += [_md_cell(f"### {a['n']}. {a['when']}: {a['what']}"), "",
+                _md_cell(f"- who: {a['who']} (context {a['context'] or '-'})"), _md_cell(f"- result: {a['result']}"), ""]
         if a["diff"]:
             out += ["```diff", a["diff"].replace("```", "` ` `"), "```", ""]
         out += _md_table(_BA_HEAD, a["before_after"]) + [""]
@@ -180,9 +182,9 @@ def markdown(r: Report, path: str) -> list[str]:
     out += _md_table(s.minutes_head, s.minutes) + [""]
     out += ["## Evidence at key moments", ""]
     for ts, title, lines in s.moments:
-        out += [f"### {ts}: {title}", "", "```"] + [ln.replace("```", "` ` `") for ln in lines] + ["```", ""]
+        out += [_md_cell(f"### {ts}: {title}"), "", "```"] + [ln.replace("```", "` ` `") for ln in lines] + ["```", ""]
     out += ["## Notes", ""]
-    out += [f"- {n}" for n in s.notes] or ["- The whole recording was read; nothing was skipped."]
+    out += [_md_cell(f"- {n}") for n in s.notes] or ["- The whole recording was read; nothing was skipped."]
     out += [f"- {DEFINITIONS}", ""]
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(out))

@@ -349,7 +349,8 @@ class _Collector:
             for k in METRICS:
                 m.before_after[k] = tuple(total / n if n else None for total, n in sums[k])
             self.moments.append(Moment(m.ts, f"action: {m.what}", [f"by {m.user}: {m.message}"] + m.evidence))
-        self.moments.sort(key=lambda x: x.ts)
+        order = ("signature onset", "first verdict", "fleet alarm", "action", "recovery")  # at one time
+        self.moments.sort(key=lambda x: (x.ts, next((i for i, o in enumerate(order) if x.title.startswith(o)), 9)))
 
 
 def build_report(recording: str, audit: str | None = None, start: float | None = None, end: float | None = None,

@@ -61,6 +61,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("pause", "p", "toggle_pause", "Pause", APP),
     _a("refresh", "ctrl+r", "refresh_now", "Refresh", APP, show=False),
     _a("screenshot", "ctrl+s", "screenshot", "Screenshot", APP, show=False),
+    _a("report", "R", "write_report", "Write the incident report (when recording)", APP, show=False),
     _a("cycle_theme", "ctrl+t", "cycle_theme", "Next theme", APP, show=False),
     _a("bell", "ctrl+b", "toggle_bell", "Bell on kv-pressure", APP, show=False),
     # replay only (the app's check_action hides them in live modes)

@@ -410,6 +410,11 @@ class KvwatchApp(App):
             return
         self.notify(f"saved {saved}", timeout=4, markup=False)
 
+    async def action_write_report(self) -> None:
+        from .report_key import write_session_report
+
+        await write_session_report(self)
+
     def action_cycle_theme(self) -> None:
         if self.no_color_output:
             self.notify("NO_COLOR is set (or the terminal has no colours): monochrome only", timeout=3)

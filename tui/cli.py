@@ -19,6 +19,7 @@ THEME_NAMES = ("kvwatch-dark", "kvwatch-light", "kvwatch-high-contrast", "kvwatc
 COMMANDS = [
     "tui.commands.demo",
     "tui.commands.diagnose",
+    "tui.commands.report",
     "tui.commands.audit",
     "tui.commands.gpu",
     "tui.commands.replay",
@@ -34,6 +35,7 @@ examples:
   kvwatch -n inference -l app=vllm                 the vLLM pods of a namespace (kubeconfig)
   kvwatch demo --json --duration 30                headless: one JSON object per refresh
   kvwatch diagnose incident.jsonl.gz               verdict timeline of a recorded incident
+  kvwatch report incident.jsonl.gz --audit audit.jsonl -o report.html   its postmortem report
 
 exit status: 0 ok, 1 a check failed (audit), 2 usage or unreadable input, 3 --json read no
 endpoint during the whole run, 130 interrupted, 141 stdout closed early (e.g. piped into head)

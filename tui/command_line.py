@@ -1,18 +1,19 @@
 """The `:` prompt's language, parsed to data: `:ctx NAME`, `:ns NAME`, `:rollout DP`, `:events`,
-`:q`. The fleet screen acts on the result; parsing knows nothing of the app or the cluster."""
+`:report`, `:q`. The fleet screen acts on the result; parsing knows nothing of the app or the cluster."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUGGESTIONS = ("ctx ", "ns ", "rollout ", "events", "q")
-PLACEHOLDER = "ctx NAME · ns NAME · rollout DEPLOYMENT · events · q"
+SUGGESTIONS = ("ctx ", "ns ", "rollout ", "events", "report", "q")
+PLACEHOLDER = "ctx NAME · ns NAME · rollout DEPLOYMENT · events · report · q"
 
 # what the user may type -> the command it means
 _ALIASES = {
     "q": "quit", "q!": "quit", "quit": "quit",
     "events": "events", "ev": "events",
     "rollout": "rollout",
+    "report": "report",
     "ctx": "ctx", "context": "ctx",
     "ns": "ns", "namespace": "ns",
 }
@@ -20,7 +21,7 @@ _ALIASES = {
 
 @dataclass(frozen=True)
 class Command:
-    name: str  # quit, events, rollout, ctx, ns; or "unknown"
+    name: str  # quit, events, rollout, ctx, ns, report; or "unknown"
     arg: str | None  # the first word after the command, if any
     typed: str  # the command word as typed (lower case), for messages
 

@@ -9,11 +9,11 @@ the recorder writes one poll's scrapes together, and a replica seen again starts
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from .diagnosis import Thresholds
 from .history import Windows
-from .model import Evidence, Scrape
+from .model import Evidence, FleetState, Scrape
 from .monitor import Monitor
 from .record.reader import LogProblem, read_log
 from .sources.replay import in_time_order, polls
@@ -66,10 +66,12 @@ class OfflineResult:
 
 
 def replay(scrapes: Iterable[Scrape], thresholds: Thresholds | None = None, windows: Windows | None = None,
-           keep_points: bool = False, history_len: int = 600) -> OfflineResult:
+           keep_points: bool = False, history_len: int = 600,
+           observe: Callable[[Monitor, FleetState, list[Scrape]], None] | None = None) -> OfflineResult:
     """Verdict timelines of every replica in `scrapes`, taken in time order (stable) through a
     bounded reorder buffer: `scrapes` may be a stream as long as the file, memory stays bounded
-    by the history window."""
+    by the history window. `observe(monitor, state, poll)` sees each poll's state as it is
+    judged (the postmortem report reads its metrics from there, beside these timelines)."""
     # a list is already in memory: sort it whole (any order); a stream goes through the buffer
     ordered = sorted(scrapes, key=lambda s: s.ts) if isinstance(scrapes, (list, tuple)) else in_time_order(scrapes)
     mon = Monitor(thresholds=thresholds, windows=windows, history_len=history_len)
@@ -96,6 +98,8 @@ def replay(scrapes: Iterable[Scrape], thresholds: Thresholds | None = None, wind
                 r.points.append((s.ts, f.verdict))
             r.verdict, r.since, r.evidence = f.verdict, f.since, f.evidence
             r.missing, r.summary, r.state = f.missing, f.summary, view.state
+        if observe is not None:
+            observe(mon, state, batch)
     return OfflineResult(out, scrapes=n)
 
 

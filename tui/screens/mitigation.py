@@ -357,9 +357,12 @@ class MitigationMixin(_MixinBase):
         if cmd.name == "quit":
             self.app.exit()
             return
+        if cmd.name == "report":
+            await self.app.action_write_report()
+            return
         cluster = self.gate.cluster()
         if not cmd.needs_cluster:
-            self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :q)",
+            self.app.notify(f"unknown command :{clean(cmd.typed)} (try :ctx, :ns, :rollout, :events, :report, :q)",
                             severity="warning", timeout=5, markup=False)
             return
         if cluster is None:

@@ -1,7 +1,7 @@
 """Append-only audit log of cluster actions: one JSON object per line.
 
 Default place: `$XDG_STATE_HOME/kvwatch/audit.jsonl` (`~/.local/state/kvwatch/audit.jsonl`).
-Each line: time, the authenticated user (and where that name came from), context, action,
+Each line: time (and `data_ts`, the simulated clock, in the demo), the authenticated user (and where that name came from), context, action,
 target, diff, patch, result. Credentials never reach it: callers pass names only, and the
 patch is what was sent to the API server.
 """
@@ -46,9 +46,13 @@ class AuditLog:
         patch: Any = None,
         user_source: str | None = None,
         kubeconfig_user: str | None = None,
+        data_ts: float | None = None,
     ) -> dict[str, Any]:
         entry = {
             "time": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds"),
+            # the metrics' clock when it is not the wall clock (the demo's simulated time), so a
+            # report joins the action onto the recording's timeline
+            **({"data_ts": data_ts} if data_ts is not None else {}),
             "user": user,
             **({"user_source": user_source} if user_source else {}),
             **({"kubeconfig_user": kubeconfig_user} if kubeconfig_user is not None else {}),

@@ -235,6 +235,10 @@ class ClusterActions(ABC):
         """Who acts, as the audit log names them (the Kubernetes adapter asks the API server)."""
         return {"user": self.user}
 
+    def data_clock(self) -> float | None:
+        """The clock the metrics are stamped with when it is not the wall clock (the simulator's)."""
+        return None
+
     def record(self, plan: ActionPlan, res: ActionResult) -> None:
         self.audit.record(
             **self.audit_user(),
@@ -246,6 +250,7 @@ class ClusterActions(ABC):
             message=res.message,
             status=res.status_code,
             patch=plan.patch,
+            data_ts=self.data_clock(),
         )
 
     # Convenience: plan + apply for keys that need no review beyond the confirm dialog.

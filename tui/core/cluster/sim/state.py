@@ -140,6 +140,9 @@ class SimState(Cluster):
     def now(self) -> float:
         return self.fleet.clock()
 
+    def data_clock(self) -> float | None:
+        return self.fleet.clock()
+
     async def sleep(self, seconds: float) -> None:
         if self.stepped:
             self.fleet.advance(seconds)

@@ -22,6 +22,8 @@ def _common() -> argparse.ArgumentParser:
     g.add_argument("--context", default=keep, help="kube context (default: the kubeconfig's current one)")
     g.add_argument("--kubeconfig", default=keep, metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     g.add_argument("--readonly", action="store_true", default=keep, help="refuse every mutating request (exit 1); reads still work")
+    g.add_argument("--via", choices=("proxy", "direct"), default=keep,
+                   help="drain: read the pod's load through the API server's pod proxy (default) or from the pod IP")
     a = p.add_argument_group("confirmation and output")
     a.add_argument("--dry-run", action="store_true", help="print the plan and send no mutating request (server-side dry runs only)")
     a.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation on the terminal")
@@ -30,7 +32,8 @@ def _common() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", default=keep,
                    help='print {"action","target","requests","warnings","refused","result"}: requests are the exact '
                         "mutating HTTP requests (method, path with query, body), in order")
-    p.set_defaults(func=_run, all_namespaces=False, selector=None, port=None, via="proxy", config_defaults=False)
+    # no `via` default here: a subparser's default would override `kvwatch --via direct drain POD`
+    p.set_defaults(func=_run, all_namespaces=False, selector=None, port=None, config_defaults=False)
     return p
 
 

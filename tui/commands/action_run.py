@@ -201,7 +201,8 @@ async def _run_async(args: argparse.Namespace, cluster: Any, out: Output) -> int
             last = None
             steps = []
             async for st in cluster.drain(plan, load, typed_name=typed or None, poll_s=args.poll,
-                                          spare_timeout_s=args.spare_timeout, idle_timeout_s=args.idle_timeout):
+                                          spare_timeout_s=args.spare_timeout, idle_timeout_s=args.idle_timeout,
+                                          force=args.force):
                 last = st
                 steps.append({"step": st.step, "status": st.status, "message": st.message, "data": dict(st.data)})
                 out.say(f"{st.step:<10} {st.status:<9} {st.message}")

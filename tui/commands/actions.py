@@ -48,6 +48,8 @@ def register(sub) -> None:
     d.add_argument("--label", default=None, help="the rotation label to change (default: chosen from the Services)")
     d.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="seconds to wait for in-flight requests (default 300)")
     d.add_argument("--spare-timeout", type=float, default=900.0, metavar="S", help="seconds to wait for the spare to be ready (default 900)")
+    d.add_argument("--force", action="store_true",
+                   help="remove the pod even when its load cannot be read (default: stop, put it back, exit 1)")
     d.add_argument("--poll", type=float, default=2.0, metavar="S", help=argparse.SUPPRESS)
     d.set_defaults(action="drain")
     s = sub.add_parser("scale", parents=[common], help="scale a Deployment or StatefulSet")

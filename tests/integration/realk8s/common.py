@@ -144,3 +144,12 @@ def by_user(evs: list[dict], user: str) -> list[dict]:
 def from_kvwatch(evs: list[dict]) -> list[dict]:
     """The events of kvwatch's requests (the Python client), not the test's own kubectl."""
     return [e for e in evs if not str(e.get("userAgent", "")).startswith("kubectl/")]
+
+
+def connect(c: Cluster, **kw: Any):
+    """kvwatch's own Kubernetes adapter on this test's namespace (audit log in the test's tmp)."""
+    from tui.core.cluster.audit import AuditLog
+    from tui.core.cluster.kube import KubeCluster
+
+    return KubeCluster.connect(kubeconfig=c.kubeconfig, namespace=c.ns, via="direct",
+                               audit=AuditLog(c.tmp / "audit.jsonl"), **kw)

@@ -23,6 +23,7 @@ from .values import ActionPlan, ActionResult, ClusterError, DrainStep, LoadFn
 if TYPE_CHECKING:
     from .base import Cluster
 
+SETTLE_S = 30.0  # how long the accounting waits for the ReplicaSet to act on a scale-back
 UNKNOWN_LOAD_S = 30.0  # how long the idle wait goes on without knowing the load before it stops
 
 
@@ -127,9 +128,16 @@ async def _run(
         out: dict[str, Any] = {"removed": [pod], "detached": [pod] if mech == "quarantine" else []}
         if selector:
             try:
-                after = {p.name for p in await cluster.list_pods(ns, selector)}
+                # a scale-back's victim is not "created": wait (bounded) until the ReplicaSet has
+                # marked it, and count only pods not being deleted
+                deadline = cluster.now() + min(idle_timeout_s, SETTLE_S)
+                while True:
+                    d = await cluster.get_deployment(ns, owner)
+                    after = {p.name for p in await cluster.list_pods(ns, selector) if p.phase != "Terminating"}
+                    if len(after - {pod}) <= d.replicas or cluster.now() >= deadline:
+                        break
+                    await cluster.sleep(min(poll_s, 0.5))
                 out["created"] = sorted(after - before)
-                d = await cluster.get_deployment(ns, owner)
                 out["replicas"] = d.replicas
             except ClusterError:
                 pass

@@ -48,3 +48,32 @@ def failed_tests(obj: Any, patch: Any) -> list[tuple[str, Any, Any]]:
 def short(value: Any, limit: int = 300) -> str:
     text = json.dumps(value, default=str, separators=(", ", ": "))
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def applied(obj: Any, patch: Any) -> Any:
+    """A copy of `obj` with the add / replace / remove ops of a JSON Patch applied (tests skipped):
+    the object as a later step of a plan will read it. Ops that do not apply are skipped."""
+    import copy
+
+    out = copy.deepcopy(obj)
+    for op in patch if isinstance(patch, list) else []:
+        kind, path = op.get("op"), op.get("path")
+        if kind not in ("add", "replace", "remove") or not isinstance(path, str) or not path.startswith("/"):
+            continue
+        *parents, last = [p.replace("~1", "/").replace("~0", "~") for p in path.split("/")[1:]]
+        parent = pointer_get(out, "/" + "/".join(x.replace("~", "~0").replace("/", "~1") for x in parents)) if parents else out
+        if isinstance(parent, dict):
+            if kind == "remove":
+                parent.pop(last, None)
+            else:
+                parent[last] = copy.deepcopy(op.get("value"))
+        elif isinstance(parent, list) and last.isdigit() and int(last) <= len(parent):
+            i = int(last)
+            if kind == "add":
+                parent.insert(i, copy.deepcopy(op.get("value")))
+            elif i < len(parent):
+                if kind == "remove":
+                    parent.pop(i)
+                else:
+                    parent[i] = copy.deepcopy(op.get("value"))
+    return out

@@ -74,6 +74,13 @@ class Output:
         return code
 
 
+def _ask(prompt: str) -> str:
+    """One answer from the terminal; the prompt goes to stderr, never into stdout (with --json,
+    stdout is one JSON document)."""
+    print(prompt, end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip()  # "" at end of input: not confirmed
+
+
 def _confirm(out: Output, cluster: Any, plan: Any, args: argparse.Namespace) -> str | None:
     """The typed name to apply with, or None when not confirmed (the reason is in out.doc)."""
     name = plan.target.name
@@ -86,7 +93,7 @@ def _confirm(out: Output, cluster: Any, plan: Any, args: argparse.Namespace) -> 
         if not sys.stdin.isatty():
             out.doc["refused"] = f"production context {cluster.context!r}: not confirmed (give --yes --confirm {name})"
             return None
-        typed = input(f"production context {cluster.context}: type {name} to confirm: ").strip()
+        typed = _ask(f"production context {cluster.context}: type {name} to confirm: ")
         if typed != name:
             out.doc["refused"] = "not confirmed"
             return None
@@ -96,7 +103,7 @@ def _confirm(out: Output, cluster: Any, plan: Any, args: argparse.Namespace) -> 
     if not sys.stdin.isatty():
         out.doc["refused"] = "not confirmed: give --yes to apply without a terminal"
         return None
-    if input("apply? [y/N] ").strip().lower() not in ("y", "yes"):
+    if _ask("apply? [y/N] ").lower() not in ("y", "yes"):
         out.doc["refused"] = "not confirmed"
         return None
     return ""
@@ -178,7 +185,8 @@ async def _run_async(args: argparse.Namespace, cluster: Any, out: Output) -> int
         else:
             msg = (await cluster.apply(plan)).message
         out.doc["refused"] = msg.removeprefix("refused: ")
-        out.say(msg)
+        if not plan.errors:  # the plan's own refusals were just shown
+            out.say(msg)
         return 1
     if args.dry_run:
         try:

@@ -153,3 +153,49 @@ def connect(c: Cluster, **kw: Any):
 
     return KubeCluster.connect(kubeconfig=c.kubeconfig, namespace=c.ns, via="direct",
                                audit=AuditLog(c.tmp / "audit.jsonl"), **kw)
+
+
+def kvwatch_on_tty(c: Cluster, *argv: str, answer: str = "", stdout_tty: bool = True,
+                   wait_for_text: str = "", timeout: float = 90) -> tuple[int | None, str, str]:
+    """Run kvwatch with a terminal as stdin and stderr (and stdout unless `stdout_tty` is
+    False: then stdout is a pipe, as in `kvwatch ... --json | jq`). `answer` is typed once
+    `wait_for_text` shows on the terminal. Returns (exit or None when it was still running at
+    `timeout`: then it is killed, terminal transcript, piped stdout)."""
+    import os as _os
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    keep = {k: v for k, v in _os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "PYTHONPATH")}
+    e = {**keep, "HOME": str(c.tmp / "home"), "XDG_CONFIG_HOME": str(c.tmp / "cfg"),
+         "XDG_STATE_HOME": str(c.tmp / "state"), "NO_COLOR": "1", "TERM": "dumb"}
+    out_path = c.tmp / "stdout.txt"
+    with open(out_path, "wb") as out_file:
+        proc = subprocess.Popen([sys.executable, "-m", "tui.cli", *argv, "--kubeconfig", c.kubeconfig, "-n", c.ns],
+                                cwd=ROOT, env=e, stdin=slave, stderr=slave, stdout=slave if stdout_tty else out_file,
+                                start_new_session=True)
+        _os.close(slave)
+        buf, sent, end = b"", not answer, time.monotonic() + timeout
+        try:
+            while time.monotonic() < end:
+                r, _, _ = select.select([master], [], [], 0.2)
+                if r:
+                    try:
+                        chunk = _os.read(master, 4096)
+                    except OSError:  # EIO: every holder of the terminal closed it
+                        break
+                    if not chunk:
+                        break
+                    buf += chunk
+                if not sent and wait_for_text.encode() in buf:
+                    _os.write(master, answer.encode())
+                    sent = True
+                if proc.poll() is not None and not r:
+                    break
+            rc = proc.wait(timeout=max(1.0, end - time.monotonic())) if proc.poll() is None and time.monotonic() < end else proc.poll()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            _os.close(master)
+    return rc, buf.decode("utf-8", "replace").replace("\r\n", "\n"), out_path.read_text()

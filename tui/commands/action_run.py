@@ -147,16 +147,26 @@ async def _run_async(args: argparse.Namespace, cluster: Any, out: Output) -> int
     if action == "rollout" and args.verb == "status":
         kind, name = parse_target(args.target, ("Deployment", "StatefulSet", "DaemonSet"))
         out.doc.update(action="rollout-status", target=f"{kind.lower()}/{name}")
+        from tui.core.cluster.rollout import kubectl_verdict
+
+        # kubectl's exit semantics: once (--watch=false) exits 0 unless it is an error; with
+        # --timeout it waits for done, and a rollout still going when the time is up exits 1
         deadline = time.monotonic() + max(0.0, args.timeout)
         while True:
             st = await cluster.rollout_status(ns, name, kind)
-            if st.state in ("done", "failed", "stuck") or time.monotonic() >= deadline:
+            verdict = kubectl_verdict(st)
+            if verdict != "waiting" or not args.timeout or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
-        out.doc["result"] = {"state": st.state, "reason": st.reason, "desired": st.desired, "updated": st.updated,
+        state, reason = st.state, st.reason
+        if verdict == "waiting" and state == "stuck":
+            state = "progressing"  # still Progressing for the controller; the reason keeps the hint
+        if verdict == "waiting" and args.timeout:
+            state, reason = "timeout", f"timed out after {args.timeout:g}s waiting for the rollout: {reason}"
+        out.doc["result"] = {"state": state, "reason": reason, "desired": st.desired, "updated": st.updated,
                              "ready": st.ready, "available": st.available}
-        out.say(f"{kind.lower()}/{name}: {st.state}: {st.reason}")
-        return 0 if st.state in ("done", "progressing") and not (args.timeout and st.state != "done") else 1
+        out.say(f"{kind.lower()}/{name}: {state}: {reason}")
+        return 0 if verdict == "done" or (verdict == "waiting" and not args.timeout) else 1
 
     if action == "drain":
         plan = await cluster.plan_drain(ns, args.pod, label=args.label, grace_s=args.grace_period)

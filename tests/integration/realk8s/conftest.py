@@ -44,10 +44,13 @@ def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
 
 @pytest.fixture
 def cluster(realk8s: dict[str, str], tmp_path: Path) -> Iterator[Cluster]:
-    """A fresh namespace on the shared control plane; deleted afterwards (without waiting)."""
+    """A fresh namespace on the shared control plane; deleted afterwards. Its workloads and pods
+    go at once (no grace period), so the next test has the node's GPUs to itself."""
     c = Cluster(realk8s, f"t-{uuid.uuid4().hex[:8]}", tmp_path)
     c.kubectl("create", "namespace", c.ns)
     try:
         yield c
     finally:
+        c.kubectl("delete", "deployments,statefulsets,replicasets,horizontalpodautoscalers", "--all", "-n", c.ns, "--wait=false", check=False)
+        c.kubectl("delete", "pods", "--all", "-n", c.ns, "--grace-period=0", "--force", check=False)
         c.kubectl("delete", "namespace", c.ns, "--wait=false", check=False)

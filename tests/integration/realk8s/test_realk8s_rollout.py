@@ -63,3 +63,41 @@ def test_rollout_status_waiting_for_gpus_exits_as_kubectl_does(cluster: Cluster)
     rc, doc, _, err = cluster.kvwatch("rollout", "status", "deployment/big")
     assert k.returncode == 1 and "exceeded its progress deadline" in k.stderr, k.stderr
     assert rc == 1 and "progress deadline exceeded" in doc["result"]["reason"], doc["result"]
+
+
+def _status_both(c: Cluster, target: str) -> tuple[tuple[int, str], tuple[int, dict]]:
+    k = c.kubectl("rollout", "status", target, "-n", c.ns, "--timeout=90s", check=False, timeout=150)
+    rc, doc, _, err = c.kvwatch("rollout", "status", target, "--timeout", "90", timeout=150)
+    assert doc is not None, err
+    return (k.returncode, k.stdout), (rc, doc["result"])
+
+
+def test_restart_and_undo_agree_with_kubectl(cluster: Cluster) -> None:
+    cluster.apply_example("llama")
+    cluster.rollout_wait("deployment/llama")
+    rev1 = cluster.get("deployment", "llama")["spec"]["template"]
+    # edit-args: a new revision with the new value, kvwatch's annotations on it
+    rc, doc, _, err = cluster.kvwatch("edit-args", "deployment/llama", "--set", "max-num-seqs=32", "--yes")
+    assert rc == 0, (doc, err)
+    assert "-" in doc["plan"]["diff"] and "32" in doc["plan"]["diff"]
+    (krc, kout), (rc, res) = _status_both(cluster, "deployment/llama")
+    assert krc == rc == 0 and "successfully rolled out" in kout and res["state"] == "done", (kout, res)
+    cmd = cluster.get("deployment", "llama")["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert cmd[cmd.index("--max-num-seqs") + 1] == "32"
+    # rollout restart: kubectl's own restartedAt annotation, a new ReplicaSet
+    rc, doc, _, err = cluster.kvwatch("rollout", "restart", "deployment/llama", "--yes")
+    assert rc == 0, (doc, err)
+    ann = cluster.get("deployment", "llama")["spec"]["template"]["metadata"].get("annotations") or {}
+    assert "kubectl.kubernetes.io/restartedAt" in ann, ann
+    (krc, kout), (rc, res) = _status_both(cluster, "deployment/llama")
+    assert krc == rc == 0 and res["state"] == "done" and res["updated"] == res["desired"] == 2
+    # rollout undo: back to the revision before the restart (kubectl's meaning of undo)
+    hist = cluster.kubectl("rollout", "history", "deployment/llama", "-n", cluster.ns).stdout
+    rc, doc, _, err = cluster.kvwatch("rollout", "undo", "deployment/llama", "--yes")
+    assert rc == 0, (doc, err, hist)
+    now = cluster.get("deployment", "llama")["spec"]["template"]
+    assert "kubectl.kubernetes.io/restartedAt" not in ((now["metadata"].get("annotations")) or {}), now
+    assert now["spec"]["containers"][0]["command"] == cmd  # the edit is kept, the restart undone
+    (krc, kout), (rc, res) = _status_both(cluster, "deployment/llama")
+    assert krc == rc == 0 and res["state"] == "done"
+    assert rev1["spec"]["containers"][0]["command"] != cmd

@@ -20,6 +20,9 @@ async def cli(env: Env, tmp: Path, *argv: str, **extra: str) -> tuple[int, dict 
     return rc, (json.loads(out.strip().splitlines()[-1]) if out.strip() else None), err
 
 
+FM = "?fieldManager=kvwatch"
+
+
 def audit(tmp: Path) -> list[dict]:
     return [json.loads(x) for x in (tmp / "state" / "kvwatch" / "audit.jsonl").read_text().splitlines()]
 
@@ -32,13 +35,13 @@ def sent(env: Env) -> list[dict]:
 async def test_scale_dry_run_plans_then_applies_exactly_those_requests(env: Env, tmp_path: Path) -> None:
     rc, doc, err = await cli(env, tmp_path, "scale", "deployment/llama", "--replicas", "3", "--dry-run")
     assert rc == 0, err
-    want = [{"method": "PATCH", "path": f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale",
+    want = [{"method": "PATCH", "path": f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale?fieldManager=kvwatch",
              "body": [{"op": "test", "path": "/spec/replicas", "value": 2}, {"op": "replace", "path": "/spec/replicas", "value": 3}]}]
     assert doc["action"] == "scale" and doc["target"] == "deployment/llama" and doc["refused"] is None
     assert doc["requests"] == want and env.emu.mutating_calls() == []
     rc, doc, err = await cli(env, tmp_path, "scale", "deployment/llama", "--replicas", "3", "--yes")
     assert rc == 0 and doc["result"]["ok"], err
-    assert [(r["method"], r["path"].split("?")[0], r["body"]) for r in doc["requests"]] == [(w["method"], w["path"], w["body"]) for w in want]
+    assert doc["requests"] == want  # byte for byte what the dry run listed, query included
     assert [(r["method"], r["path"].split("?")[0]) for r in doc["requests"]] == [(r["method"], r["path"]) for r in sent(env)]
     assert env.deployment()["spec"]["replicas"] == 3
     assert [(a["action"], a["result"]["ok"]) for a in audit(tmp_path)] == [("scale", True)]  # the same audit log as the keys
@@ -63,7 +66,7 @@ async def test_readonly_refuses_every_action_and_sends_nothing(env: Env, tmp_pat
 
 async def test_edit_args_and_rollout_undo_and_status(env: Env, tmp_path: Path) -> None:
     rc, doc, err = await cli(env, tmp_path, "edit-args", "deployment/llama", "--set", "max-num-seqs=32", "--dry-run")
-    assert rc == 0 and doc["requests"][0]["method"] == "PATCH" and doc["requests"][0]["path"] == f"/apis/apps/v1/namespaces/{NS}/deployments/llama"
+    assert rc == 0 and doc["requests"][0]["method"] == "PATCH" and doc["requests"][0]["path"] == f"/apis/apps/v1/namespaces/{NS}/deployments/llama?fieldManager=kvwatch"
     assert {"op": "replace", "path": "/spec/template/spec/containers/0/args", "value": ["--max-num-seqs", "32", "--gpu-memory-utilization", "0.9", "--max-model-len", "8192", "--port", "8000"]} in doc["requests"][0]["body"]
     assert env.emu.mutating_calls() == []
     rc, doc, err = await cli(env, tmp_path, "edit-args", "llama", "--set", "max-num-seqs=32", "--yes")
@@ -90,15 +93,17 @@ async def test_drain_cli_plan_then_done_with_every_pod_accounted_for(env: Env, t
     assert doc["plan"]["data"]["mechanism"] == "scale-down" and "Service llama" in doc["plan"]["diff"]
     paths = [(r["method"], r["path"]) for r in doc["requests"]]
     assert paths == [
-        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale"),
-        ("PATCH", f"/api/v1/namespaces/{NS}/pods/{target}"),
-        ("PATCH", f"/api/v1/namespaces/{NS}/pods/{target}"),
-        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale"),
+        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale{FM}"),
+        ("PATCH", f"/api/v1/namespaces/{NS}/pods/{target}{FM}"),
+        ("PATCH", f"/api/v1/namespaces/{NS}/pods/{target}{FM}"),
+        ("PATCH", f"/apis/apps/v1/namespaces/{NS}/deployments/llama/scale{FM}"),
     ]
+    planned = doc["requests"]
     assert env.emu.mutating_calls() == []
     rc, doc, err = await cli(env, tmp_path, "drain", target, "--yes", "--poll", "0.05")
     assert rc == 0, err + json.dumps(doc)
-    assert [(r["method"], r["path"].split("?")[0]) for r in doc["requests"]] == paths == [(r["method"], r["path"]) for r in sent(env)]
+    assert doc["requests"] == planned  # byte for byte, bodies included
+    assert [(r["method"], r["path"].split("?")[0]) for r in doc["requests"]] == [(m, p.split("?")[0]) for m, p in paths] == [(r["method"], r["path"]) for r in sent(env)]
     pods_after = doc["result"]["pods"]
     assert pods_after["removed"] == [target] and len(pods_after["created"]) == 1 and pods_after["replicas"] == 2
     assert env.deployment()["spec"]["replicas"] == 2 and env.emu.deleted == [(NS, target, 60)]

@@ -70,3 +70,21 @@ def test_daemonset_rollout_like_kubectl() -> None:
     assert daemonset_rollout(ds(available=2)).reason == "2 of 3 updated pods are available"
     assert daemonset_rollout(ds()).state == "done"
     assert daemonset_rollout(ds(strategy="OnDelete")).state == "unknown"
+
+
+def test_kubectl_verdict_waits_on_a_gpu_hint_and_errors_past_the_deadline() -> None:
+    from tui.core.cluster.rollout import kubectl_verdict
+    from tui.core.cluster.values import RolloutStatus
+
+    class Cond:
+        def __init__(self, type: str, reason: str) -> None:
+            self.type, self.reason = type, reason
+
+    def st(state: str, reason: str = "", conds: tuple = ()) -> RolloutStatus:
+        return RolloutStatus(state, reason, 2, 1, 2, 2, 2, 2, 2, None, (), None, conds)
+
+    assert kubectl_verdict(st("stuck", "1/2 updated; waiting for GPUs: Insufficient nvidia.com/gpu",
+                              (Cond("Progressing", "ReplicaSetUpdated"),))) == "waiting"
+    assert kubectl_verdict(st("stuck", "progress deadline exceeded", (Cond("Progressing", "ProgressDeadlineExceeded"),))) == "error"
+    assert kubectl_verdict(st("done")) == "done"
+    assert kubectl_verdict(st("unknown", "only RollingUpdate")) == "error"

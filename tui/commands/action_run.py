@@ -74,6 +74,13 @@ class Output:
         return code
 
 
+def _ask(prompt: str) -> str:
+    """One answer from the terminal; the prompt goes to stderr, never into stdout (with --json,
+    stdout is one JSON document)."""
+    print(prompt, end="", file=sys.stderr, flush=True)
+    return sys.stdin.readline().strip()  # "" at end of input: not confirmed
+
+
 def _confirm(out: Output, cluster: Any, plan: Any, args: argparse.Namespace) -> str | None:
     """The typed name to apply with, or None when not confirmed (the reason is in out.doc)."""
     name = plan.target.name
@@ -86,7 +93,7 @@ def _confirm(out: Output, cluster: Any, plan: Any, args: argparse.Namespace) -> 
         if not sys.stdin.isatty():
             out.doc["refused"] = f"production context {cluster.context!r}: not confirmed (give --yes --confirm {name})"
             return None
-        typed = input(f"production context {cluster.context}: type {name} to confirm: ").strip()
+        typed = _ask(f"production context {cluster.context}: type {name} to confirm: ")
         if typed != name:
             out.doc["refused"] = "not confirmed"
             return None
@@ -96,7 +103,7 @@ def _confirm(out: Output, cluster: Any, plan: Any, args: argparse.Namespace) -> 
     if not sys.stdin.isatty():
         out.doc["refused"] = "not confirmed: give --yes to apply without a terminal"
         return None
-    if input("apply? [y/N] ").strip().lower() not in ("y", "yes"):
+    if _ask("apply? [y/N] ").lower() not in ("y", "yes"):
         out.doc["refused"] = "not confirmed"
         return None
     return ""
@@ -140,16 +147,26 @@ async def _run_async(args: argparse.Namespace, cluster: Any, out: Output) -> int
     if action == "rollout" and args.verb == "status":
         kind, name = parse_target(args.target, ("Deployment", "StatefulSet", "DaemonSet"))
         out.doc.update(action="rollout-status", target=f"{kind.lower()}/{name}")
+        from tui.core.cluster.rollout import kubectl_verdict
+
+        # kubectl's exit semantics: once (--watch=false) exits 0 unless it is an error; with
+        # --timeout it waits for done, and a rollout still going when the time is up exits 1
         deadline = time.monotonic() + max(0.0, args.timeout)
         while True:
             st = await cluster.rollout_status(ns, name, kind)
-            if st.state in ("done", "failed", "stuck") or time.monotonic() >= deadline:
+            verdict = kubectl_verdict(st)
+            if verdict != "waiting" or not args.timeout or time.monotonic() >= deadline:
                 break
             await asyncio.sleep(min(2.0, max(0.1, deadline - time.monotonic())))
-        out.doc["result"] = {"state": st.state, "reason": st.reason, "desired": st.desired, "updated": st.updated,
+        state, reason = st.state, st.reason
+        if verdict == "waiting" and state == "stuck":
+            state = "progressing"  # still Progressing for the controller; the reason keeps the hint
+        if verdict == "waiting" and args.timeout:
+            state, reason = "timeout", f"timed out after {args.timeout:g}s waiting for the rollout: {reason}"
+        out.doc["result"] = {"state": state, "reason": reason, "desired": st.desired, "updated": st.updated,
                              "ready": st.ready, "available": st.available}
-        out.say(f"{kind.lower()}/{name}: {st.state}: {st.reason}")
-        return 0 if st.state in ("done", "progressing") and not (args.timeout and st.state != "done") else 1
+        out.say(f"{kind.lower()}/{name}: {state}: {reason}")
+        return 0 if verdict == "done" or (verdict == "waiting" and not args.timeout) else 1
 
     if action == "drain":
         plan = await cluster.plan_drain(ns, args.pod, label=args.label, grace_s=args.grace_period)
@@ -178,7 +195,8 @@ async def _run_async(args: argparse.Namespace, cluster: Any, out: Output) -> int
         else:
             msg = (await cluster.apply(plan)).message
         out.doc["refused"] = msg.removeprefix("refused: ")
-        out.say(msg)
+        if not plan.errors:  # the plan's own refusals were just shown
+            out.say(msg)
         return 1
     if args.dry_run:
         try:
@@ -201,7 +219,8 @@ async def _run_async(args: argparse.Namespace, cluster: Any, out: Output) -> int
             last = None
             steps = []
             async for st in cluster.drain(plan, load, typed_name=typed or None, poll_s=args.poll,
-                                          spare_timeout_s=args.spare_timeout, idle_timeout_s=args.idle_timeout):
+                                          spare_timeout_s=args.spare_timeout, idle_timeout_s=args.idle_timeout,
+                                          force=args.force):
                 last = st
                 steps.append({"step": st.step, "status": st.status, "message": st.message, "data": dict(st.data)})
                 out.say(f"{st.step:<10} {st.status:<9} {st.message}")

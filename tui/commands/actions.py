@@ -22,6 +22,8 @@ def _common() -> argparse.ArgumentParser:
     g.add_argument("--context", default=keep, help="kube context (default: the kubeconfig's current one)")
     g.add_argument("--kubeconfig", default=keep, metavar="FILE", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
     g.add_argument("--readonly", action="store_true", default=keep, help="refuse every mutating request (exit 1); reads still work")
+    g.add_argument("--via", choices=("proxy", "direct"), default=keep,
+                   help="drain: read the pod's load through the API server's pod proxy (default) or from the pod IP")
     a = p.add_argument_group("confirmation and output")
     a.add_argument("--dry-run", action="store_true", help="print the plan and send no mutating request (server-side dry runs only)")
     a.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation on the terminal")
@@ -30,7 +32,8 @@ def _common() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", default=keep,
                    help='print {"action","target","requests","warnings","refused","result"}: requests are the exact '
                         "mutating HTTP requests (method, path with query, body), in order")
-    p.set_defaults(func=_run, all_namespaces=False, selector=None, port=None, via="proxy", config_defaults=False)
+    # no `via` default here: a subparser's default would override `kvwatch --via direct drain POD`
+    p.set_defaults(func=_run, all_namespaces=False, selector=None, port=None, config_defaults=False)
     return p
 
 
@@ -45,6 +48,8 @@ def register(sub) -> None:
     d.add_argument("--label", default=None, help="the rotation label to change (default: chosen from the Services)")
     d.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="seconds to wait for in-flight requests (default 300)")
     d.add_argument("--spare-timeout", type=float, default=900.0, metavar="S", help="seconds to wait for the spare to be ready (default 900)")
+    d.add_argument("--force", action="store_true",
+                   help="remove the pod even when its load cannot be read (default: stop, put it back, exit 1)")
     d.add_argument("--poll", type=float, default=2.0, metavar="S", help=argparse.SUPPRESS)
     d.set_defaults(action="drain")
     s = sub.add_parser("scale", parents=[common], help="scale a Deployment or StatefulSet")

@@ -23,6 +23,9 @@ from .values import ActionPlan, ActionResult, ClusterError, DrainStep, LoadFn
 if TYPE_CHECKING:
     from .base import Cluster
 
+SETTLE_S = 30.0  # how long the accounting waits for the ReplicaSet to act on a scale-back
+UNKNOWN_LOAD_S = 30.0  # how long the idle wait goes on without knowing the load before it stops
+
 
 async def drain(
     cluster: Cluster,
@@ -34,6 +37,7 @@ async def drain(
     spare_timeout_s: float = 900.0,
     idle_timeout_s: float = 300.0,
     poll_s: float = 2.0,
+    force: bool = False,
 ) -> AsyncGenerator[DrainStep, None]:
     """Spare up, take the target out of rotation, wait for it to go idle, delete it.
 
@@ -66,7 +70,7 @@ async def drain(
     cluster.record(plan, ActionResult(True, "drain started"))
     for w in plan.warnings:
         yield step("check", "warn", w)
-    inner = _run(cluster, plan, load, step, cancel, spare_timeout_s, idle_timeout_s, poll_s)
+    inner = _run(cluster, plan, load, step, cancel, spare_timeout_s, idle_timeout_s, poll_s, force)
     last: DrainStep | None = None
     try:
         async for st in inner:
@@ -88,6 +92,7 @@ async def _run(
     spare_timeout_s: float,
     idle_timeout_s: float,
     poll_s: float,
+    force: bool = False,
 ) -> AsyncGenerator[DrainStep, None]:
     ns, pod = plan.target.namespace, plan.target.name
     owner: Any = plan.data.get("owner")  # plan data as the planner wrote it (used when `spare`)
@@ -123,9 +128,16 @@ async def _run(
         out: dict[str, Any] = {"removed": [pod], "detached": [pod] if mech == "quarantine" else []}
         if selector:
             try:
-                after = {p.name for p in await cluster.list_pods(ns, selector)}
+                # a scale-back's victim is not "created": wait (bounded) until the ReplicaSet has
+                # marked it, and count only pods not being deleted
+                deadline = cluster.now() + min(idle_timeout_s, SETTLE_S)
+                while True:
+                    d = await cluster.get_deployment(ns, owner)
+                    after = {p.name for p in await cluster.list_pods(ns, selector) if p.phase != "Terminating"}
+                    if len(after - {pod}) <= d.replicas or cluster.now() >= deadline:
+                        break
+                    await cluster.sleep(min(poll_s, 0.5))
                 out["created"] = sorted(after - before)
-                d = await cluster.get_deployment(ns, owner)
                 out["replicas"] = d.replicas
             except ClusterError:
                 pass
@@ -226,6 +238,11 @@ async def _run(
 
         # 4. wait for in-flight requests to finish
         deadline = cluster.now() + idle_timeout_s
+        # unknown load for this long (every read failing, or only stale scrapes) ends the wait:
+        # an unreadable pod is not an idle one
+        unknown_limit = min(idle_timeout_s, UNKNOWN_LOAD_S)
+        unknown_since: float | None = None
+        why_unknown = "no fresh scrape"
         last: object = None
         while True:
             if cancelled():
@@ -239,11 +256,26 @@ async def _run(
                 if inspect.isawaitable(cur):
                     cur = await cur
             except Exception as e:  # noqa: BLE001 - an unreadable metric is "unknown", not a crash
+                why_unknown = f"{type(e).__name__}: {e}"
                 if last != "error":
-                    yield step("wait-idle", "warn", f"cannot read {pod}'s load: {type(e).__name__}: {e}")
+                    yield step("wait-idle", "warn", f"cannot read {pod}'s load: {why_unknown}")
                 cur, last = None, "error"
             if cur is not None and since is not None and len(cur) > 2 and cur[2] is not None and cur[2] < since:
                 cur = None  # a scrape from before the pod left every EndpointSlice says nothing about now
+            if cur is None:
+                unknown_since = cluster.now() if unknown_since is None else unknown_since
+                if cluster.now() - unknown_since >= unknown_limit or cluster.now() >= deadline:
+                    if force:
+                        yield step("wait-idle", "warn", f"cannot read {pod}'s load ({why_unknown}); forced: removing it with the grace period")
+                        break
+                    yield await uncordon_after_cancel()
+                    if st["scaled"] and mech != "delete":
+                        yield await scale_back("load unknown")
+                    yield step("wait-idle", "failed", f"cannot read {pod}'s load for {cluster.now() - unknown_since:.0f}s "
+                                                      f"({why_unknown}); not removed (force to remove it anyway)")
+                    return
+            else:
+                unknown_since = None
             if cur is not None:
                 running, waiting = cur[0], cur[1]
                 if running + waiting <= 0:

@@ -87,3 +87,17 @@ def daemonset_rollout(ds: Mapping[str, Any]) -> RolloutStatus:
     if available < desired:
         return out("progressing", f"{available} of {desired} updated pods are available")
     return out("done", f"daemon set successfully rolled out ({desired} pods)")
+
+
+def kubectl_verdict(st: RolloutStatus) -> str:
+    """What `kubectl rollout status` makes of this state: "done" (exit 0), "error" (it exits 1 at
+    once: the progress deadline passed, or no rollout status for this strategy) or "waiting" (it
+    keeps waiting; with --watch=false it exits 0). kvwatch's own "stuck" (Pending pods waiting
+    for GPUs while the Deployment is still Progressing) is a hint, not an end: kubectl waits."""
+    if st.state == "done":
+        return "done"
+    if any(c.type == "Progressing" and c.reason == "ProgressDeadlineExceeded" for c in st.conditions or ()):
+        return "error"
+    if st.state == "unknown" or st.reason.startswith("updateStrategy OnDelete"):
+        return "error"
+    return "waiting"

@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from ..plans import deployment_info
 from ..routes import blocked_message
-from ..values import ActionPlan, ActionResult, ClusterError
+from ..values import ActionPlan, ActionResult, ClusterError, sanitize
+from .patchtest import failed_tests, short, test_ops
 from .transport import KubeTransport
 
 JSON_PATCH = "application/json-patch+json"
@@ -82,12 +83,24 @@ class KubeApply(KubeTransport):
         return ActionResult(True, f"{plan.target}: {what}", 200, details)
 
     async def _refused(self, plan: ActionPlan, e: ClusterError, prefix: str) -> ActionResult:
-        if e.kind not in ("conflict", "test-failed"):
+        changed: list[tuple[str, Any, Any]] = []
+        guarded = e.status == 422 and plan.patch_type == "json" and bool(test_ops(plan.patch))
+        if guarded or e.kind == "test-failed":
+            # a failed `test` (some servers say which, v1.24 only "rejected"): re-read and compare
+            try:
+                changed = failed_tests(await self._read_target(plan), plan.patch)
+            except ClusterError:
+                pass
+        if e.kind not in ("conflict", "test-failed") and not changed:
             return e.result(f"{plan.action} {plan.target}: {prefix}")
-        # both mean "changed since read": a 409 (stale resourceVersion) or a failed JSON Patch test (errors.py)
-        details: dict[str, Any] = {"kind": "conflict", "cause": e.kind}
-        why = f" ({e.message})" if e.kind == "test-failed" else ""
-        msg = f"refused: {plan.target} changed since it was read{why}; nothing was overwritten. Review the new state and plan again"
+        # "changed since read": a 409 (stale resourceVersion) or a failed JSON Patch test
+        details: dict[str, Any] = {"kind": "conflict", "cause": "test-failed" if changed else e.kind}
+        if changed:
+            details["changed"] = [{"path": p, "read": old, "now": now} for p, old, now in changed]
+            why = ": " + "; ".join(f"{p} is now {sanitize(short(now))} (was {sanitize(short(old))})" for p, old, now in changed)
+        else:
+            why = f" ({e.message})" if e.kind == "test-failed" else ""
+        msg = f"refused: {plan.target} changed since it was read; nothing was overwritten{why}. Review the new state and plan again"
         if plan.target.kind in ("Deployment", "StatefulSet"):
             try:
                 now = deployment_info(await self._read_workload(plan.target.namespace, plan.target.name, plan.target.kind), plan.target.kind)
@@ -99,3 +112,10 @@ class KubeApply(KubeTransport):
             except ClusterError:
                 pass
         return ActionResult(False, msg, e.status, details)
+
+    async def _read_target(self, plan: ActionPlan) -> dict:
+        """The object a guarded patch was sent to (a scale's tests hold on the workload too)."""
+        t = plan.target
+        if t.kind == "Pod":
+            return await self._call(self.core.read_namespaced_pod, t.name, t.namespace)
+        return await self._read_workload(t.namespace, t.name, t.kind)

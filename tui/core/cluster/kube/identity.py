@@ -27,6 +27,8 @@ class KubeIdentity(KubeTransport):
         1.28, or RBAC denies the review): the audit log then names the kubeconfig entry."""
         if self._identity is not None or self._identity_note:
             return self._identity
+        if self.readonly:  # the review is a `create`: under --readonly nothing but reads is sent
+            return None
         if self._identity_lock is None:
             self._identity_lock = asyncio.Lock()
         async with self._identity_lock:
@@ -49,19 +51,22 @@ class KubeIdentity(KubeTransport):
     def audit_user(self) -> dict[str, Any]:
         if self._identity:
             return {"user": self._identity, "user_source": "SelfSubjectReview", "kubeconfig_user": self.user}
-        why = self._identity_note or "identity not resolved"
+        why = self._identity_note or ("not asked: read-only" if self.readonly else "identity not resolved")
         return {"user": self.user, "user_source": f"kubeconfig user entry ({why})", "kubeconfig_user": self.user}
 
     async def apply(self, plan: ActionPlan, *, typed_name: str | None = None) -> ActionResult:
-        await self.whoami()
+        if not plan.errors:  # a refused plan sends nothing, not even the review
+            await self.whoami()
         return await super().apply(plan, typed_name=typed_name)
 
     async def apply_confirmed(self, plan: ActionPlan) -> ActionResult:
-        await self.whoami()
+        if not plan.errors:
+            await self.whoami()
         return await super().apply_confirmed(plan)
 
     async def drain(self, plan: ActionPlan, load: Any, **kw: Any) -> AsyncGenerator[Any, None]:
-        await self.whoami()
+        if not plan.errors:
+            await self.whoami()
         inner = super().drain(plan, load, **kw)
         try:
             async for step in inner:

@@ -27,6 +27,7 @@ from ..plans import (
 from ..routes import LOWEST_DELETION_COST, choose_rotation
 from ..values import ActionPlan, ClusterError, EditArgsRequest, Target
 from .control import KubeControl
+from .patchtest import applied
 
 
 def _refuse(plan: ActionPlan, *why: str) -> ActionPlan:
@@ -134,8 +135,13 @@ class KubePlans(KubeControl):
         p = await self._call(self.core.read_namespaced_pod, pod, namespace)
         return build_evict_plan(p, grace_s, **self._flags())
 
-    async def plan_deletion_cost(self, namespace: str, pod: str, cost: int = LOWEST_DELETION_COST) -> ActionPlan:
+    async def plan_deletion_cost(self, namespace: str, pod: str, cost: int = LOWEST_DELETION_COST, *,
+                                 after: Any = None) -> ActionPlan:
+        """`after`: a JSON Patch sent before this step (the drain's cordon): plan on the pod as
+        it will be then, so a dry run lists what the real run sends."""
         p = await self._call(self.core.read_namespaced_pod, pod, namespace)
+        if after:
+            p = applied(p, after)
         return build_deletion_cost_plan(p, cost, **self._flags())
 
     async def plan_drain(self, namespace: str, pod: str, *, label: str | None = None, grace_s: int | None = None) -> ActionPlan:

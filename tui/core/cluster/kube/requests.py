@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from ..plans import build_scale_plan
 from ..values import ActionPlan, Target
+from .transport import FIELD_MANAGER
 
 _WORKLOAD = {"Deployment": "deployments", "StatefulSet": "statefulsets", "DaemonSet": "daemonsets"}
 
@@ -17,15 +18,17 @@ def _pod(ns: str, name: str) -> str:
 
 
 def plan_request(plan: ActionPlan) -> dict[str, Any] | None:
-    """The one request a single-step plan sends (after its server-side dry run), or None."""
+    """The one request a single-step plan sends (after its server-side dry run), or None: the
+    path with the query the client adds (transport.py: fieldManager on every create and patch)."""
     t = plan.target
+    fm = "?" + urllib.parse.urlencode({"fieldManager": FIELD_MANAGER})
     if plan.action in ("edit", "restart", "rollback", "scale"):
         path = f"/apis/apps/v1/namespaces/{t.namespace}/{_WORKLOAD.get(t.kind, t.kind.lower() + 's')}/{t.name}"
-        return {"method": "PATCH", "path": path + ("/scale" if plan.action == "scale" else ""), "body": plan.patch}
+        return {"method": "PATCH", "path": path + ("/scale" if plan.action == "scale" else "") + fm, "body": plan.patch}
     if plan.action in ("cordon", "deletion-cost"):
-        return {"method": "PATCH", "path": _pod(t.namespace, t.name), "body": plan.patch}
+        return {"method": "PATCH", "path": _pod(t.namespace, t.name) + fm, "body": plan.patch}
     if plan.action == "evict":
-        return {"method": "POST", "path": _pod(t.namespace, t.name) + "/eviction", "body": plan.patch}
+        return {"method": "POST", "path": _pod(t.namespace, t.name) + "/eviction" + fm, "body": plan.patch}
     if plan.action == "delete-pod":
         q = urllib.parse.urlencode({"gracePeriodSeconds": plan.data.get("grace_s", 60)})
         return {"method": "DELETE", "path": f"{_pod(t.namespace, t.name)}?{q}", "body": plan.patch}
@@ -43,10 +46,11 @@ async def drain_requests(cluster: Any, plan: ActionPlan) -> list[dict[str, Any]]
     subs: list[ActionPlan] = []
     if spare:
         subs.append(await cluster.plan_scale(ns, owner, original + 1))
-    subs.append(await cluster.plan_cordon(ns, pod, label=d.get("label")))
+    cordon = await cluster.plan_cordon(ns, pod, label=d.get("label"))
+    subs.append(cordon)
     down = build_scale_plan(Target("Deployment", ns, owner), original + 1, original) if spare else None
     if mech == "scale-down":
-        subs.append(await cluster.plan_deletion_cost(ns, pod))
+        subs.append(await cluster.plan_deletion_cost(ns, pod, after=cordon.patch))  # the cordon adds an annotation
         subs.append(build_scale_plan(Target("Deployment", ns, owner), original + 1 if spare else original, original))
     elif mech in ("evict", "quarantine"):
         subs.append(await cluster.plan_evict(ns, pod, d.get("grace_s")))

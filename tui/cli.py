@@ -55,6 +55,8 @@ def live_options() -> argparse.ArgumentParser:
     g.add_argument("--readonly", action="store_true", help="never send a mutating request; hide mitigation keys")
     g.add_argument("--readwrite", action="store_true",
                    help="allow mutating requests even while the config file is broken (read-only then)")
+    g.add_argument("--allow-unaudited", action="store_true",
+                   help="let mitigation keys act even when the audit log cannot be written (default: refused)")
     g.add_argument("--theme", default=None, help=f"colour theme: {', '.join(THEME_NAMES)} (ctrl+t cycles; "
                    "NO_COLOR forces kvwatch-mono)")
     g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (automatic for TERM=linux consoles)")

@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 import time
-from typing import TextIO
+from typing import Callable, TextIO
 
 from .export import fleet_json
 from .model import OK
@@ -18,7 +18,7 @@ NO_ENDPOINT_EXIT = 3
 
 
 async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO = sys.stdout,
-                   backfill_s: float | None = None) -> int:
+                   backfill_s: float | None = None, extra: Callable[[], dict] | None = None) -> int:
     """One line per refresh until `duration` ends. A failing source (at start too: Prometheus
     down, redirecting, answering 500) is a line `{"error": ...}` and is retried, with backoff.
     Exit status: 0 when the source answered at least once, 1 when it never did."""
@@ -55,7 +55,10 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
                 _error_line(out, e)
             else:
                 read_any = read_any or any(r.state == OK for r in state.replicas)
-                out.write(json.dumps(fleet_json(state)) + "\n")
+                frame = fleet_json(state)
+                if extra is not None:
+                    frame.update(extra())  # e.g. "recording_error" once the recording stopped
+                out.write(json.dumps(frame) + "\n")
                 out.flush()
             if end is not None and time.monotonic() + interval > end + 0.01:
                 break

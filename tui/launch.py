@@ -25,7 +25,7 @@ def direct_source(args: argparse.Namespace) -> Source:
     mode = getattr(args, "gpu", "exporter")
     gpu_urls = (list(args.gpu_url) if mode != "none" else []) + [None] * len(args.url)
     targets = []
-    for url, gpu in zip(args.url, gpu_urls):
+    for url, gpu in zip(args.url, gpu_urls, strict=False):
         metrics_url = normalize_url(url)
         name = metrics_url.split("://", 1)[1].rsplit("/metrics", 1)[0]
         targets.append(Target(name=name, url=metrics_url, gpu_url=normalize_url(gpu) if gpu else None))

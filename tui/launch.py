@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import threading
 from typing import Callable
@@ -122,9 +123,35 @@ def make_monitor(source: Source, cfg: Config, interval: float, on_scrapes=None) 
                    history_len=cfg.history_len(interval), on_scrapes=on_scrapes)
 
 
+def keys_from_terminal() -> str | None:
+    """Make sure the dashboard can read its keys: with stdin not a terminal (`< /dev/null`, a
+    pipe) the keys come from the controlling terminal (/dev/tty) instead; without one, why the
+    dashboard cannot run (the input loop would spin on end-of-file with every key dead)."""
+    try:
+        if os.isatty(0):
+            return None
+    except OSError:
+        pass
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return ("standard input is not a terminal and there is no controlling terminal to read "
+                "keys from: run kvwatch in a terminal, or use --json for scripts")
+    try:
+        os.dup2(fd, 0)  # dup2 clears close-on-exec on fd 0
+    finally:
+        os.close(fd)
+    return None
+
+
 def make_app(args: argparse.Namespace, monitor: Monitor, cfg: Config, **kw):
     from .app import KvwatchApp
     from .terminal import detect
+
+    why = keys_from_terminal()
+    if why:
+        print(f"kvwatch: {why}", file=sys.stderr)
+        raise SystemExit(2)
 
     ascii_only = bool(getattr(args, "ascii", False)) or detect().ascii
     return KvwatchApp(monitor, args.interval, readonly=getattr(args, "readonly", False), theme=args.theme,

@@ -27,8 +27,10 @@ __all__ = ["BearerToken", "PromClient", "Series", "SourceError", "describe_conne
 
 _API_SUFFIXES = ("/api/v1/query_range", "/api/v1/query", "/api/v1", "/graph")
 # One answer is held whole while it is decoded (~10x its size as Python objects): the cap keeps
-# a huge or hostile answer from taking gigabytes. A 1024-replica back-fill is well under it.
-DEFAULT_MAX_MIB = 32
+# a huge or hostile answer from taking gigabytes. A 1024-replica back-fill (10 min, 61 points a
+# series) is ~20 MB for its largest query, ~35 MB for all four together: under both bounds.
+DEFAULT_MAX_MIB = 64
+_IN_FLIGHT = 2  # all answers being read at once: at most this many times the per-answer cap
 _THREAD_DECODE_BYTES = 1 << 20  # decode larger answers off the event loop (keys stay live)
 
 
@@ -239,8 +241,8 @@ class PromClient:
     async def _send(self, req: httpx.Request) -> tuple[int, str, str, bytes]:
         """Status, reason, Location and the body, read up to `max_bytes` (else SourceError).
 
-        The bound holds for all answers in flight together (a refresh runs several queries at
-        once): whatever Prometheus sends, kvwatch holds at most `max_bytes` of answers."""
+        A second bound holds for all answers in flight together (a refresh runs several queries
+        at once): whatever Prometheus sends, kvwatch holds at most twice `max_bytes` of them."""
         resp = await self._client.send(req, stream=True)
         body = bytearray()
         try:
@@ -250,7 +252,7 @@ class PromClient:
             async for chunk in resp.aiter_bytes():
                 body += chunk
                 self._in_flight += len(chunk)
-                if len(body) > self.max_bytes or self._in_flight > self.max_bytes:
+                if len(body) > self.max_bytes or self._in_flight > _IN_FLIGHT * self.max_bytes:
                     raise SourceError(self._too_big(len(body) <= self.max_bytes))
             return resp.status_code, resp.reason_phrase, resp.headers.get("location", "?"), bytes(body)
         finally:
@@ -260,7 +262,8 @@ class PromClient:
 
     def _too_big(self, together: bool) -> str:
         mib = f"{self.max_bytes / 1048576:g} MiB"
-        what = f"more than {mib} with the answers in flight beside it" if together else f"more than {mib}"
+        both = f"{_IN_FLIGHT * self.max_bytes / 1048576:g} MiB"
+        what = f"more than {both} with the answers in flight beside it" if together else f"more than {mib}"
         return f"Prometheus at {self.display} answered {what}: refused (narrow --match, or raise --prom-max-mib)"
 
     async def _decode(self, code: int, reason: str, location: str, raw: bytes) -> tuple[dict[str, Any], tuple[str, ...]]:

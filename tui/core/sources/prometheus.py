@@ -65,7 +65,7 @@ class PrometheusSource:
         gpu_match: str | None = None,
         gpu_allocations: Callable[[], Mapping[str, GpuAllocation]] | None = None,
         quantiles_every_s: float = 15.0,
-        max_mib: float = 32.0,
+        max_mib: float = 64.0,
     ) -> None:
         self.match = parse_match(match)
         self.gpu_match = parse_match(gpu_match)
@@ -328,7 +328,7 @@ def from_args(
         ca_file=getattr(args, "prom_ca", None),
         insecure=bool(getattr(args, "prom_insecure", False)),
         timeout=float(getattr(args, "prom_timeout", 10.0) or 10.0),
-        max_mib=float(getattr(args, "prom_max_mib", 32.0) or 32.0),
+        max_mib=float(getattr(args, "prom_max_mib", 64.0) or 64.0),
         rate_window_s=float(getattr(args, "prom_rate_window", 60.0) or 60.0),
         gpu=not getattr(args, "no_gpu", False),
         gpu_match=getattr(args, "gpu_match", None),

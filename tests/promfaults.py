@@ -52,6 +52,7 @@ class Req:
     query: str
     params: dict[str, str]
     n: int
+    at: float = 0.0  # time.monotonic() when it arrived
 
 
 @dataclass
@@ -116,7 +117,7 @@ class PromFaults:
                 if int(headers.get("content-length", "0") or 0):
                     body = await r.readexactly(int(headers["content-length"]))
                 q = {k: v[0] for k, v in parse_qs(urlsplit(path).query + "&" + body.decode("latin-1")).items()}
-                req = Req(urlsplit(path).path, q.get("query", ""), q, len(ep.requests))
+                req = Req(urlsplit(path).path, q.get("query", ""), q, len(ep.requests), time.monotonic())
                 ep.requests.append(req)
                 await self._answer(ep, req, w)
             except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
@@ -187,3 +188,35 @@ class PromFaults:
                 await self._send(w, vector(series("vllm-a"), [o.get("warning", "store 10.0.0.7:10901 unavailable: partial response")]))
         else:
             raise ValueError(ep.mode)
+
+
+class ThreadedPromFaults:
+    """PromFaults on its own loop in a daemon thread, for synchronous callers (the pty bench)."""
+
+    def __init__(self, lifetime: float = 300.0) -> None:
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="promfaults")
+        self.thread.start()
+        self.pf = self._call(self._enter(lifetime))
+
+    async def _enter(self, lifetime: float) -> PromFaults:
+        return await PromFaults(lifetime).__aenter__()
+
+    def _call(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(60)
+
+    def add(self, mode: str, **opts: Any) -> str:
+        return self._call(self.pf.add(mode, **opts))
+
+    def close(self) -> None:
+        self._call(self.pf.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+    def __enter__(self) -> "ThreadedPromFaults":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -3,6 +3,10 @@ misbehaving endpoint (tests/faultserver.py), and what the operator would feel.
 
     python bench/bench_faults.py [--seconds 7] [--timeout 3] [CASE ...]
 
+The Prometheus cases (a body trickled a byte a second, a 200 MB answer, a back-fill with 100k
+points a series, a partial answer with `warnings`; tests/promfaults.py) run `--prometheus` with
+--prom-timeout 3 instead: their refresh column is the gap between the scalar queries received.
+
 Per case it prints the healthy replicas' refresh interval (median gap between the requests their
 endpoints received: the refresh schedule as the fleet sees it), the key-press-to-screen latency
 (`?` until the help screen's text arrives on the pty, median of a few presses) and the child's
@@ -28,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from tests.faultserver import ThreadedFaultServer, self_signed  # noqa: E402
+from tests.promfaults import ThreadedPromFaults  # noqa: E402
 
 # (case, fault mode, options); "healthy" is the baseline
 CASES: list[tuple[str, str, dict]] = [
@@ -68,6 +73,13 @@ CASES: list[tuple[str, str, dict]] = [
     ("out of range", "out_of_range", {}),
     ("answers in 0.3 s", "slow", {"delay": 0.3}),
 ]
+# (case, Prometheus fault mode, options): kvwatch --prometheus against tests/promfaults.py
+PROM_CASES: list[tuple[str, str, dict]] = [
+    ("prom trickle", "trickle", {"every": 1.0}),
+    ("prom 200 MB", "huge", {"mb": 200}),
+    ("prom 100k points", "points", {"points": 100_000}),
+    ("prom partial", "partial", {"full": 3}),
+]
 KEY, MARK = b"?", b"esc closes"  # the help screen opens on `?` and says "(esc closes)"
 
 
@@ -83,12 +95,18 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def run_case(srv: ThreadedFaultServer, mode: str, opts: dict, seconds: float, timeout: float,
-             cols: int = 120, rows: int = 36) -> dict:
-    healthy = [srv.add("healthy"), srv.add("healthy")]
-    bad = srv.add(mode, **opts)
-    argv = [sys.executable, "-m", "tui.cli", "--timeout", str(timeout), "--interval", "1"]
-    for u in (*healthy, bad):
-        argv += ["--url", u]
+             cols: int = 120, rows: int = 36, prom: ThreadedPromFaults | None = None) -> dict:
+    if prom is not None:
+        healthy = []
+        bad = prom.add(mode, **opts)
+        argv = [sys.executable, "-m", "tui.cli", "--prometheus", bad, "--prom-timeout", str(timeout),
+                "--interval", "1"]
+    else:
+        healthy = [srv.add("healthy"), srv.add("healthy")]
+        bad = srv.add(mode, **opts)
+        argv = [sys.executable, "-m", "tui.cli", "--timeout", str(timeout), "--interval", "1"]
+        for u in (*healthy, bad):
+            argv += ["--url", u]
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TERM")}
     if opts.get("tls"):  # kvwatch trusts the fault server's self-signed certificate
         env["SSL_CERT_FILE"] = self_signed()[0]
@@ -150,6 +168,11 @@ def run_case(srv: ThreadedFaultServer, mode: str, opts: dict, seconds: float, ti
     for u in healthy:
         at = [r.at for r in next(ep.requests for ep in srv.fs.endpoints if ep.url == u)]
         gaps.extend(b - a for a, b in pairwise(at[1:]))  # past the first (start-up) refresh
+    if prom is not None:  # the live scalar queries, as the refresh schedule
+        ep = next(e for e in prom.pf.eps if e.url == bad)
+        at = [r.at for r in ep.requests if r.path.endswith("/query") and "vllm:num_requests_running" in r.query
+              and "rate(" not in r.query and "histogram" not in r.query]
+        gaps.extend(b - a for a, b in pairwise(at[1:]))
     return {
         "interval": statistics.median(gaps) if gaps else None,
         "interval_max": max(gaps) if gaps else None,
@@ -171,6 +194,7 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=3.0, help="kvwatch --timeout (default 3)")
     args = ap.parse_args()
     cases = [c for c in CASES if not args.cases or any(s in c[0] for s in args.cases)]
+    prom_cases = [c for c in PROM_CASES if not args.cases or any(s in c[0] for s in args.cases)]
     print(f"kvwatch TUI in a 120x36 pty, 2 healthy + 1 faulty endpoint, --interval 1 --timeout {args.timeout:g}, "
           f"{args.seconds:g} s a case")
     print(f"{'case':<18} {'refresh s':>9} {'max gap s':>9} {'key ms':>7} {'presses':>7} {'peak RSS MB':>11}  note")
@@ -183,6 +207,12 @@ def main() -> int:
                 note = (note + "; " if note else "") + "healthy refresh delayed"
             print(f"{name:<18} {fmt(r['interval'], '9.2f')} {fmt(r['interval_max'], '9.2f')} "
                   f"{fmt(r['key_ms'], '7.0f')} {r['keys']:>7} {r['rss']:11.0f}  {note}", flush=True)
+    if prom_cases:
+        with ThreadedPromFaults(lifetime=len(prom_cases) * (args.seconds + 10) + 60) as prom:
+            for name, mode, opts in prom_cases:
+                r = run_case(None, mode, opts, args.seconds, args.timeout, prom=prom)
+                print(f"{name:<18} {fmt(r['interval'], '9.2f')} {fmt(r['interval_max'], '9.2f')} "
+                      f"{fmt(r['key_ms'], '7.0f')} {r['keys']:>7} {r['rss']:11.0f}", flush=True)
     print(f"total {time.monotonic() - t_all:.0f} s")
     return 0
 

@@ -325,6 +325,10 @@ class KvwatchApp(App):
                     hook(msg.error)
         if msg.state is not None and self.mode == "live":
             self._alert(msg.state)
+            warned = msg.state.source_warnings
+            if warned and warned != getattr(self, "_source_warned", ()):  # once per change, not per refresh
+                self.notify("; ".join(warned), title="source", severity="warning", timeout=10, markup=False)
+            self._source_warned = warned
         if self.paused or msg.state is None:
             return
         self.draw(msg.state)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from .cli_conventions import VersionAction, closed_pipe, url_arg
@@ -57,6 +58,8 @@ def live_options() -> argparse.ArgumentParser:
     g.add_argument("--readonly", action="store_true", help="never send a mutating request; hide mitigation keys")
     g.add_argument("--readwrite", action="store_true",
                    help="allow mutating requests even while the config file is broken (read-only then)")
+    g.add_argument("--allow-unaudited", action="store_true",
+                   help="let mitigation keys act even when the audit log cannot be written (default: refused)")
     g.add_argument("--theme", default=None, help=f"colour theme: {', '.join(THEME_NAMES)} (ctrl+t cycles; "
                    "NO_COLOR forces kvwatch-mono)")
     g.add_argument("--ascii", action="store_true", help="ASCII glyphs only (automatic for TERM=linux consoles)")
@@ -151,16 +154,47 @@ def main(argv: list[str] | None = None) -> int:
     tune_gc()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if sys.stdout is None:  # started with stdout closed (`>&-`): whatever it prints would vanish
+        return _no_stdout("it is closed")
     if getattr(args, "config_defaults", True):  # the config file fills the flags not given
         from .launch import apply_config
 
         apply_config(args)
     try:
-        return args.func(args) or 0
+        code = args.func(args) or 0
+        sys.stdout.flush()  # a full disk (/dev/full) shows here, not in the interpreter's exit
+        return code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # `kvwatch demo --json | head`: the reader has all it wanted
         return closed_pipe()
+    except OSError as e:
+        if not _stdout_failing():
+            raise
+        return _no_stdout(e.strerror or str(e))
+
+
+def _stdout_failing() -> bool:
+    """Whether standard output refuses what was written to it (the error came from there)."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        return True
+    return False
+
+
+def _no_stdout(why: str) -> int:
+    """One line on stderr; stdout pointed at /dev/null so the interpreter's own last flush of it
+    does not print a second error on the way out."""
+    print(f"kvwatch: cannot write to standard output: {why}", file=sys.stderr)
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        if sys.stdout is not None:
+            sys.stdout = open(1, "w", closefd=False)
+    except (OSError, ValueError):
+        pass
+    return 1
 
 
 if __name__ == "__main__":

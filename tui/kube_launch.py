@@ -106,7 +106,7 @@ def connect(args: argparse.Namespace, cfg: Config):
         proxy_concurrency=getattr(args, "proxy_concurrency", DEFAULT_PROXY_CONCURRENCY),
         readonly=bool(args.readonly),
         policy_config=cfg,
-        audit=AuditLog(audit_path(cfg)),
+        audit=AuditLog(audit_path(cfg), unaudited_ok=bool(getattr(args, "allow_unaudited", False))),
     )
 
 

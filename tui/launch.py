@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import threading
 from typing import Callable
@@ -124,13 +125,88 @@ def make_monitor(source: Source, cfg: Config, interval: float, on_scrapes=None) 
                    history_len=cfg.history_len(interval), on_scrapes=on_scrapes)
 
 
+def keys_from_terminal() -> str | None:
+    """Make sure the dashboard can read its keys: with stdin not a terminal (`< /dev/null`, a
+    pipe) the keys come from the controlling terminal (/dev/tty) instead; without one, why the
+    dashboard cannot run (the input loop would spin on end-of-file with every key dead)."""
+    try:
+        if os.isatty(0):
+            return None
+    except OSError:
+        pass
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return ("standard input is not a terminal and there is no controlling terminal to read "
+                "keys from: run kvwatch in a terminal, or use --json for scripts")
+    try:
+        os.dup2(fd, 0)  # dup2 clears close-on-exec on fd 0
+    finally:
+        os.close(fd)
+    return None
+
+
 def make_app(args: argparse.Namespace, monitor: Monitor, cfg: Config, **kw):
     from .app import KvwatchApp
     from .terminal import detect
 
+    why = keys_from_terminal()
+    if why:
+        print(f"kvwatch: {why}", file=sys.stderr)
+        raise SystemExit(2)
+
     ascii_only = bool(getattr(args, "ascii", False)) or detect().ascii
     return KvwatchApp(monitor, args.interval, readonly=getattr(args, "readonly", False), theme=args.theme,
                       ascii=ascii_only, screenshot_dir=args.screenshot_dir, config=cfg, **kw)
+
+
+class RecordTap:
+    """The recorder as the Monitor's `on_scrapes`: the moment the recording stops (a full disk,
+    a vanished directory) `on_stop` is told once, so the screen flashes it at once."""
+
+    def __init__(self, recorder, path: str) -> None:
+        self.recorder = recorder
+        self.path = path
+        self.on_stop: Callable[[str], None] | None = None
+        self._told = False
+
+    @property
+    def error(self) -> str | None:
+        e = self.recorder.error
+        return f"{e} ({self.path})" if e else None
+
+    def write(self, scrapes) -> None:
+        self.recorder.write(scrapes)
+        if self.recorder.error and not self._told:
+            self._told = True
+            if self.on_stop is not None:
+                self.on_stop(self.error)
+
+
+def _close_on_signals(app_box: list) -> Callable[[], None]:
+    """SIGTERM and SIGHUP (a closed tmux window, `kill`) end kvwatch as Ctrl-C does, so the
+    `finally` below closes the recording (its gzip trailer) and the source; returns the undo."""
+    import signal
+
+    def stop(signum, _frame) -> None:
+        app = app_box[0] if app_box else None
+        if app is not None and getattr(app, "is_running", False):
+            app.exit(return_code=128 + signum)
+        else:
+            raise SystemExit(128 + signum)
+
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            old[sig] = signal.signal(sig, stop)
+        except (ValueError, OSError):  # not the main thread (tests): nothing to install
+            pass
+
+    def undo() -> None:
+        for sig, h in old.items():
+            signal.signal(sig, h)
+
+    return undo
 
 
 def run(args: argparse.Namespace, source: Source, on_shutdown: Callable[[], None] | None = None) -> int:
@@ -143,26 +219,36 @@ def run(args: argparse.Namespace, source: Source, on_shutdown: Callable[[], None
         if on_shutdown is not None:
             on_shutdown()
         return 2
-    monitor = make_monitor(source, cfg, args.interval, on_scrapes=recorder.write if recorder else None)
+    tap = RecordTap(recorder, args.record) if recorder is not None else None
+    monitor = make_monitor(source, cfg, args.interval, on_scrapes=tap.write if tap else None)
     pace = getattr(source, "pace", None)  # publish on the refresh schedule, slow replicas or not
     if pace is not None:
         pace(args.interval)
     # Sources that hold history (Prometheus) open with the detail plots' window already drawn.
     backfill = min(600.0, 300 * args.interval) if hasattr(source, "backfill") else None
+    app_box: list = []
+    undo_signals = _close_on_signals(app_box)
     try:
         if args.json:
             from .core.headless import run_json
 
-            return asyncio.run(run_json(monitor, args.interval, args.duration, backfill_s=backfill))
+            def extra() -> dict:
+                return {"recording_error": tap.error} if tap is not None and tap.error else {}
+
+            return asyncio.run(run_json(monitor, args.interval, args.duration, backfill_s=backfill, extra=extra))
         context = getattr(args, "context", None) or getattr(source, "context", None)
         take = first_scrape(source)
         app = make_app(args, monitor, cfg, context=context)
+        app_box.append(app)
+        if tap is not None:
+            tap.on_stop = lambda why: app.notify(why, title="recording", severity="error", timeout=30, markup=False)
         if take is not None and (scrapes := take(0.5)):
             monitor.ingest(scrapes)
         app.backfill_s = backfill
         app.run()
         return app.return_code or 0
     finally:
+        undo_signals()
         if recorder is not None:
             recorder.close()
             if recorder.error:

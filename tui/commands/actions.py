@@ -24,6 +24,8 @@ def _common() -> argparse.ArgumentParser:
     g.add_argument("--readonly", action="store_true", default=keep, help="refuse every mutating request (exit 1); reads still work")
     g.add_argument("--via", choices=("proxy", "direct"), default=keep,
                    help="drain: read the pod's load through the API server's pod proxy (default) or from the pod IP")
+    g.add_argument("--allow-unaudited", action="store_true", default=keep,
+                   help="act even when the audit log cannot be written (default: refuse the change, exit 1)")
     a = p.add_argument_group("confirmation and output")
     a.add_argument("--dry-run", action="store_true", help="print the plan and send no mutating request (server-side dry runs only)")
     a.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation on the terminal")

@@ -71,6 +71,6 @@ def run_demo(args: argparse.Namespace) -> int:
     cfg = apply_config(args)
     context = args.context or "demo"
     cluster = SimCluster(fleet, context=context, readonly=args.readonly, policy=policy_for(context, cfg),
-                         audit=AuditLog(demo_audit_path(cfg)))
+                         audit=AuditLog(demo_audit_path(cfg), unaudited_ok=args.allow_unaudited))
     source = DemoSource(cluster, timeout=2.0, label=args.scenario)  # the header shows the speed ("sim")
     return run(args, source, on_shutdown=fleet.stop)

@@ -21,12 +21,21 @@ def register(sub) -> None:
                     "diagnosis and print each replica's verdict timeline and current evidence.",
     )
     p.add_argument("file", nargs="?", metavar="FILE", help="scrape log (.jsonl or .jsonl.gz), as `replay FILE`")
-    p.add_argument("--input", "-i", metavar="FILE", help="the same, as an option")
+    p.add_argument("--input", "-i", metavar="FILE", action=_Once, help="the same, as an option (once)")
     p.add_argument("--json", action="store_true",
                    help='print {"replicas": {NAME: {"verdict", "since", "evidence", "timeline"}}}')
     p.add_argument("--config", metavar="TOML", default=None,
                    help="thresholds from this config file (default: the user config, as live)")
     p.set_defaults(func=run, _parser=p)
+
+
+class _Once(argparse.Action):
+    """A value that may be given once: `-i a -i b` is a usage error, not a silent choice of b."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} given twice: give the scrape log once")
+        setattr(namespace, self.dest, values)
 
 
 def _when(ts: float | None) -> str:

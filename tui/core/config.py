@@ -246,7 +246,50 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
         col = f" (column {m.group(2)})" if m else ""
         return Config(path=p, broken=True,
                       problems=(ConfigProblem(str(p), line, f"TOML syntax: {msg}{col}; {BROKEN}"),))
-    return parse_config(data, p, text)
+    return _trusted(parse_config(data, p, text), data, p)
+
+
+def _untrusted_because(p: Path) -> str | None:
+    """Why someone else could have written the file: writable by group or others, or owned by
+    another user (root's files are trusted); None when only the user could have."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    if st.st_mode & 0o022:
+        return f"writable by others (mode {st.st_mode & 0o777:o})"
+    if st.st_uid not in (os.geteuid(), 0):
+        return f"owned by another user (uid {st.st_uid})"
+    return None
+
+
+def _loosens(data: Mapping[str, Any]) -> list[str]:
+    """The settings another writer could use against the user: where the audit log goes, and a
+    context made read-write (`readonly = false`, or production without readonly)."""
+    out = ["audit_log"] if "audit_log" in data else []
+    for pattern, sect in (data.get("contexts") or {}).items() if isinstance(data.get("contexts"), dict) else ():
+        if not isinstance(sect, dict):
+            continue
+        ro = sect.get("readonly", sect.get("readOnly"))
+        if ro is False or (sect.get("production") is True and ro is not True):
+            out.append(f"contexts.{pattern!r} read-write")
+    return out
+
+
+def _trusted(cfg: Config, data: Mapping[str, Any], p: Path) -> Config:
+    """Fail closed on a file others could have written: said always; when it names the audit log
+    or makes a context read-write, the run is read-only (`--readwrite` lifts it) and its
+    audit_log is not used."""
+    why = _untrusted_because(p)
+    if why is None:
+        return cfg
+    risky = _loosens(data)
+    if not risky:
+        msg = f"the config file is {why}: anyone who can write it changes what kvwatch does (chmod 600)"
+        return replace(cfg, problems=cfg.problems + (ConfigProblem(str(p), None, msg),))
+    msg = (f"the config file is {why} and sets {', '.join(risky)}: not trusted; audit_log ignored and "
+           "read-only until the file is yours alone (chmod 600, chown) (or --readwrite)")
+    return replace(cfg, broken=True, audit_log=None, problems=cfg.problems + (ConfigProblem(str(p), None, msg),))
 
 
 def parse_config(data: Mapping[str, Any], path: Path, text: str = "") -> Config:

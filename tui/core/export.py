@@ -54,4 +54,7 @@ def replica_json(r: ReplicaView, now: float | None = None) -> dict[str, Any]:
 
 
 def fleet_json(state: FleetState) -> dict[str, Any]:
-    return {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}
+    out: dict[str, Any] = {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}
+    if state.source_warnings:  # only when the source had a problem (a partial Prometheus answer, ...)
+        out["source_warnings"] = [redact(w) for w in state.source_warnings]
+    return out

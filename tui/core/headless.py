@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 import time
-from typing import TextIO
+from typing import Callable, TextIO
 
 from .export import fleet_json
 from .model import OK
@@ -18,16 +18,23 @@ NO_ENDPOINT_EXIT = 3
 
 
 async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO = sys.stdout,
-                   backfill_s: float | None = None) -> int:
+                   backfill_s: float | None = None, extra: Callable[[], dict] | None = None) -> int:
     """One line per refresh until `duration` ends. A failing source (at start too: Prometheus
     down, redirecting, answering 500) is a line `{"error": ...}` and is retried, with backoff.
     Exit status: 0 when the source answered at least once, 1 when it never did."""
     src = monitor.source
     end = None if duration is None else time.monotonic() + duration
+
+    def bounded(aw):
+        """`aw`, cut when --duration ends: a source that hangs must not hold the run past it."""
+        if end is None:
+            return aw
+        return asyncio.wait_for(aw, max(0.0, end - time.monotonic()) + 0.5)
+
     read_any = False
     try:
         try:
-            await monitor.start(backfill_s)
+            await bounded(monitor.start(backfill_s))
         except Exception as e:  # said on the first line; each refresh retries the start
             _error_line(out, e)
             if end is not None and time.monotonic() + interval > end + 0.01:
@@ -36,12 +43,22 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
         while True:
             t0 = time.monotonic()
             try:
-                state = await monitor.refresh()
+                state = await bounded(monitor.refresh())
+            except TimeoutError as e:
+                if end is None or time.monotonic() < end:
+                    _error_line(out, e)
+                    continue
+                # --duration ended while the source was still answering
+                _error_line(out, TimeoutError("no answer from the source before --duration ended"))
+                break
             except Exception as e:  # whole-source failure: report it as data and keep trying
                 _error_line(out, e)
             else:
                 read_any = read_any or any(r.state == OK for r in state.replicas)
-                out.write(json.dumps(fleet_json(state)) + "\n")
+                frame = fleet_json(state)
+                if extra is not None:
+                    frame.update(extra())  # e.g. "recording_error" once the recording stopped
+                out.write(json.dumps(frame) + "\n")
                 out.flush()
             if end is not None and time.monotonic() + interval > end + 0.01:
                 break

@@ -394,6 +394,8 @@ class FleetState:
     replicas: tuple[ReplicaView, ...]
     # fleet-level queue / latency alarms (diagnosis.alarm.Alarm), most recent refresh
     alarms: tuple[Any, ...] = ()
+    # the source's own problems this refresh (Prometheus warnings, a partial answer), cleaned
+    source_warnings: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -174,7 +174,8 @@ class Monitor:
         if len(views) != len(self.histories):  # a replica forgotten after its view was made
             views = [v for v in views if v.name in self.histories]
         views.sort(key=lambda v: (SEVERITY.get(v.verdict, 99), -(v.metrics.kv_usage or 0.0), v.name))
-        state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views))
+        state = FleetState(ts=now, source=getattr(self.source, "description", ""), replicas=tuple(views),
+                           source_warnings=tuple(getattr(self.source, "warnings", ()) or ()))
         try:
             alarms = self.alarms.update(state, self.histories)
         except Exception:  # noqa: BLE001 - a fleet alarm failure must not cost the fleet its rows

@@ -25,12 +25,28 @@ def default_path() -> Path:
 
 class AuditLog:
     """Thread-safe JSON-lines appender. A write failure is kept in `last_error`, never raised:
-    the action already happened and the dashboard must keep running."""
+    the action already happened and the dashboard must keep running. Before an action the gate
+    asks `unwritable()`: a log that cannot be opened stops the change unless `unaudited_ok`
+    (the user's explicit --allow-unaudited)."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, unaudited_ok: bool = False) -> None:
         self.path = Path(path) if path is not None else default_path()
+        self.unaudited_ok = unaudited_ok
         self.last_error: str | None = None
         self._lock = threading.Lock()
+
+    def _open(self) -> int:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+    def unwritable(self) -> str | None:
+        """Why no line can be appended now (the file cannot be created or opened), or None."""
+        with self._lock:
+            try:
+                os.close(self._open())
+            except OSError as e:
+                return f"audit log {self.path}: {e.strerror or e}"
+        return None
 
     def record(
         self,
@@ -66,8 +82,7 @@ class AuditLog:
         line = redact(json.dumps(entry, separators=(",", ":"), default=str)) + "\n"  # e.g. an API error quoting headers
         with self._lock:
             try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                fd = self._open()
                 with os.fdopen(fd, "a", encoding="utf-8") as f:
                     f.write(line)
                 self.last_error = None

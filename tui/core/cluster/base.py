@@ -18,6 +18,7 @@ The value types live in `values`; they are re-exported here, where callers impor
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from abc import ABC, abstractmethod
 from typing import Any, AsyncIterator, Awaitable
@@ -221,6 +222,10 @@ class ClusterActions(ABC):
             res = ActionResult(False, f"refused: {self.context or 'this cluster'} is read-only; nothing was sent", None, {"kind": "readonly"})
         elif plan.errors:
             res = ActionResult(False, "refused: " + "; ".join(plan.errors), None, {"kind": "bad-input"})
+        elif (why := self.audit.unwritable()) and not self.audit.unaudited_ok:
+            # fail closed: a change to the cluster with no record of who made it is not made
+            return ActionResult(False, f"refused: {why}; nothing was sent (fix the audit log, or pass "
+                                       "--allow-unaudited to act without a record)", None, {"kind": "unaudited"})
         else:
             try:
                 res = await self._apply(plan)
@@ -228,8 +233,7 @@ class ClusterActions(ABC):
                 res = e.result(f"{plan.action} {plan.target}: ")
             except Exception as e:  # noqa: BLE001 - the dashboard must keep running
                 res = ActionResult(False, f"{plan.action} {plan.target}: unexpected error: {type(e).__name__}: {e}")
-        self.record(plan, res)
-        return res
+        return self.record(plan, res)
 
     def audit_user(self) -> dict[str, Any]:
         """Who acts, as the audit log names them (the Kubernetes adapter asks the API server)."""
@@ -239,7 +243,8 @@ class ClusterActions(ABC):
         """The clock the metrics are stamped with when it is not the wall clock (the simulator's)."""
         return None
 
-    def record(self, plan: ActionPlan, res: ActionResult) -> None:
+    def record(self, plan: ActionPlan, res: ActionResult) -> ActionResult:
+        """Write the audit line; a result that could not be written says so in its message."""
         self.audit.record(
             **self.audit_user(),
             context=self.context,
@@ -252,6 +257,9 @@ class ClusterActions(ABC):
             patch=plan.patch,
             data_ts=self.data_clock(),
         )
+        if self.audit.last_error is None:
+            return res
+        return dataclasses.replace(res, message=f"{res.message} (not recorded in the audit log: {self.audit.last_error})")
 
     # Convenience: plan + apply for keys that need no review beyond the confirm dialog.
     async def scale(self, namespace: str, name: str, replicas: int, *, kind: str = "Deployment", typed_name: str | None = None) -> ActionResult:

@@ -27,6 +27,9 @@ _MAX_LINE = 8 * 1024 * 1024
 # (`--input /dev/zero`, a binary): give up instead of reading it to the end.
 GIVE_UP_BYTES = 16 * 1024 * 1024
 _MAX_PROBLEMS = 50  # malformed lines reported one by one; the rest are counted
+# Timestamps a recording can hold: unix seconds from 1970 to 2200. Later ones do not fit a date
+# (1e18 crashes every clock display); 1e11..1e14 is a recording written in milliseconds.
+_TS_MAX = 7_258_118_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +248,9 @@ def record_to_scrape(obj: Any, keep_raw: bool = False, notes: list[str] | None =
     ts = obj.get("ts")
     if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts):
         raise LogFormatError(f"missing or invalid ts ({ts!r:.40})")
+    if not 0 <= ts <= _TS_MAX:
+        ms = " (milliseconds? a kvwatch recording holds unix seconds)" if 1e11 <= ts <= 1e14 else ""
+        raise LogFormatError(f"ts {ts:.6g} is outside the years 1970-2200{ms}")
     replica = obj.get("replica")
     if not isinstance(replica, str) or not replica:
         raise LogFormatError(f"missing or invalid replica ({replica!r:.40})")
@@ -295,6 +301,9 @@ def read_log(path: str, on_problem: Callable[[LogProblem], None] | None = None,
             continue
         try:
             obj = json.loads(raw)
+        except RecursionError:
+            problem(lineno, "JSON nested too deeply to be a scrape record, skipped")
+            continue
         except (ValueError, UnicodeDecodeError) as e:
             if not complete:  # a gzip stream without its end says so on its own
                 why = "" if state.unended_at is not None else " (recording cut mid-write)"

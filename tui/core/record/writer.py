@@ -18,11 +18,15 @@ the name ends in `.gz`; appending to an existing file adds a gzip member, which 
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import math
 import os
-from typing import Any, IO, Iterable
+import re
+import stat
+import zlib
+from typing import IO, Any, Iterable
 
 from ..model import GpuDevice, GpuSample, PodInfo, Scrape
 from ..textsafe import redact
@@ -30,6 +34,46 @@ from .render import render_sample
 
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 DEFAULT_ROTATE = 3
+# how every record starts (this writer puts "ts" first; older and hand-made ones may space it)
+_RECORD_START = re.compile(rb'\s*\{\s*"(ts|replica)"\s*:')
+
+
+class NotARecording(ValueError):
+    """--record names something kvwatch must not append to (a symlink, a device, another file)."""
+
+
+def _looks_like_recording(head: bytes, gz: bool) -> bool:
+    if gz:
+        if not head.startswith(b"\x1f\x8b"):
+            return False
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, 4096)
+        except zlib.error:
+            return False
+    return bool(_RECORD_START.match(head))
+
+
+def open_for_append(path: str) -> int:
+    """A descriptor appending to `path`, created 0600 when missing. Refused (NotARecording): a
+    symbolic link (never followed, whatever it points at), anything but a regular file, and a
+    non-empty file that does not start like a kvwatch recording."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotARecording(f"{path} is a symbolic link: not followed (give the recording's own path)") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotARecording(f"{path} is not a regular file: not a kvwatch recording")
+        if st.st_size and not _looks_like_recording(os.pread(fd, 4096, 0), path.endswith(".gz")):
+            raise NotARecording(f"{path} exists and is not a kvwatch recording: not appended to "
+                                "(give a new file name)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _gpu_device(d: GpuDevice) -> dict[str, Any]:
@@ -135,7 +179,7 @@ class Recorder:
         return self._out is not None
 
     def _open(self) -> None:
-        self._raw = open(self.path, "ab")
+        self._raw = os.fdopen(open_for_append(self.path), "ab")
         self._out = gzip.GzipFile(fileobj=self._raw, mode="ab", compresslevel=self.compresslevel) \
             if self.gz else self._raw
 
@@ -158,8 +202,8 @@ class Recorder:
                 if self._out is not self._raw and self._raw is not None:
                     self._raw.flush()
                 self.lines += 1
-            except OSError as e:
-                self._stop(f"recording stopped: {e.strerror or e}")
+            except (OSError, NotARecording) as e:  # NotARecording: the rotated file was replaced
+                self._stop(f"recording stopped: {getattr(e, 'strerror', None) or e}")
 
     def _roll(self) -> bool:
         """Rotate (True: keep writing) or stop at the cap (False)."""

@@ -16,7 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--prom-token-file", metavar="PATH", default=None, help="bearer token from this file (re-read when it changes)")
     g.add_argument("--prom-ca", metavar="FILE", default=None, help="CA bundle (PEM) to verify the server's certificate")
     g.add_argument("--prom-insecure", action="store_true", help="skip TLS certificate verification")
-    g.add_argument("--prom-timeout", metavar="SECONDS", type=float, default=10.0, help="per-query timeout (default 10)")
+    g.add_argument("--prom-timeout", metavar="SECONDS", type=float, default=10.0,
+                   help="per-query deadline, the whole answer included (default 10)")
+    g.add_argument("--prom-max-mib", metavar="MIB", type=float, default=64.0,
+                   help="refuse a query answer larger than this (default 64 MiB; twice that for all in flight)")
     g.add_argument("--prom-rate-window", metavar="SECONDS", type=float, default=60.0,
                    help="window of server-side rate() and quantiles; at least 2 scrape intervals (default 60)")
     g.add_argument("--gpu-match", metavar="SELECTOR", default=None,

@@ -8,6 +8,7 @@ appears in messages or reprs.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 import os
@@ -25,6 +26,12 @@ from ..textsafe import clean, redact, remember_secret
 __all__ = ["BearerToken", "PromClient", "Series", "SourceError", "describe_connect_error", "normalise_url", "series_from_data"]
 
 _API_SUFFIXES = ("/api/v1/query_range", "/api/v1/query", "/api/v1", "/graph")
+# One answer is held whole while it is decoded (~10x its size as Python objects): the cap keeps
+# a huge or hostile answer from taking gigabytes. A 1024-replica back-fill (10 min, 61 points a
+# series) is ~20 MB for its largest query, ~35 MB for all four together: under both bounds.
+DEFAULT_MAX_MIB = 64
+_IN_FLIGHT = 2  # all answers being read at once: at most this many times the per-answer cap
+_THREAD_DECODE_BYTES = 1 << 20  # decode larger answers off the event loop (keys stay live)
 
 
 def normalise_url(url: str) -> str:
@@ -119,6 +126,16 @@ def checked_token(raw: str, origin: str) -> str:
     return v
 
 
+class Answer(list):
+    """The series of one answer, with the server's `warnings` (a partial answer says so there)."""
+
+    __slots__ = ("warnings",)
+
+    def __init__(self, items=(), warnings: tuple[str, ...] = ()) -> None:
+        super().__init__(items)
+        self.warnings = warnings
+
+
 class Series(NamedTuple):
     """One result series: its labels and its points (unix seconds, value); NaN kept as NaN.
 
@@ -143,11 +160,14 @@ class PromClient:
         ca_file: str | None = None,
         insecure: bool = False,
         timeout: float = 10.0,
+        max_mib: float = DEFAULT_MAX_MIB,
     ) -> None:
         self.base = normalise_url(url)
         self.display = display_url(self.base)
         self.token = token
-        self.timeout = timeout
+        self.timeout = timeout  # the whole answer, headers to last byte (not per read)
+        self.max_bytes = int(max_mib * 1024 * 1024)
+        self._in_flight = 0  # answer bytes held by all requests now being read
         if ca_file and insecure:
             raise SourceError("give either --prom-ca or --prom-insecure, not both")
         verify: bool | ssl.SSLContext = not insecure
@@ -174,45 +194,80 @@ class PromClient:
     async def close(self) -> None:
         await self._client.aclose()
 
-    async def query(self, expr: str, at: float | None = None) -> list[Series]:
+    async def query(self, expr: str, at: float | None = None) -> Answer:
         params = {"query": expr}
         if at is not None:
             params["time"] = _fmt_time(at)
-        data = await self._call("/api/v1/query", params)
-        return series_from_data(data, expr)
+        data, warnings = await self._call("/api/v1/query", params)
+        return Answer(series_from_data(data, expr), warnings)
 
-    async def query_range(self, expr: str, start: float, end: float, step: float) -> list[Series]:
+    async def query_range(self, expr: str, start: float, end: float, step: float) -> Answer:
         params = {"query": expr, "start": _fmt_time(start), "end": _fmt_time(end), "step": f"{step:g}"}
-        data = await self._call("/api/v1/query_range", params)
-        return series_from_data(data, expr)
+        data, warnings = await self._call("/api/v1/query_range", params)
+        # Prometheus returns at most one point per step in [start, end]; more is a broken or
+        # hostile server, and every point would become a history sample
+        most = int((end - start) / step) + 2 if step > 0 else 2
+        return Answer(series_from_data(data, expr, max_points=most, where=self.display), warnings)
 
-    async def _call(self, path: str, params: dict[str, str]) -> dict[str, Any]:
+    async def _call(self, path: str, params: dict[str, str]) -> tuple[dict[str, Any], tuple[str, ...]]:
         headers = {}
         if self.token is not None:
             headers["Authorization"] = "Bearer " + self.token.value()
         url = self.base + path
         t0 = time.perf_counter()
         try:
-            if self._use_get:
-                resp = await self._client.get(url, params=params, headers=headers)
-            else:
-                resp = await self._client.post(url, data=params, headers=headers)
-                if resp.status_code == 405:
-                    self._use_get = True
-                    resp = await self._client.get(url, params=params, headers=headers)
-        except httpx.TimeoutException:
+            # one deadline for the whole answer: a body trickled a byte at a time never resets it
+            async with asyncio.timeout(self.timeout):
+                code, reason, location, body = await self._fetch(url, params, headers)
+                return await self._decode(code, reason, location, body)
+        except (httpx.TimeoutException, TimeoutError):
             raise SourceError(
                 f"Prometheus at {self.display} did not answer within {self.timeout:g}s "
-                "(overloaded, or a firewall dropping packets?)"
+                "(overloaded, a slow link, or a firewall dropping packets?; --prom-timeout)"
             ) from None
         except httpx.HTTPError as e:
             raise SourceError(redact(describe_connect_error(self.display, e))) from None
         finally:
             self.last_duration_s = time.perf_counter() - t0
-        return self._decode(resp)
 
-    def _decode(self, resp: httpx.Response) -> dict[str, Any]:
-        code = resp.status_code
+    async def _fetch(self, url: str, params: dict[str, str], headers: dict[str, str]) -> tuple[int, str, str, bytes]:
+        if not self._use_get:
+            got = await self._send(self._client.build_request("POST", url, data=params, headers=headers))
+            if got[0] != 405:
+                return got
+            self._use_get = True  # some proxies in front of Prometheus refuse POST
+        return await self._send(self._client.build_request("GET", url, params=params, headers=headers))
+
+    async def _send(self, req: httpx.Request) -> tuple[int, str, str, bytes]:
+        """Status, reason, Location and the body, read up to `max_bytes` (else SourceError).
+
+        A second bound holds for all answers in flight together (a refresh runs several queries
+        at once): whatever Prometheus sends, kvwatch holds at most twice `max_bytes` of them."""
+        resp = await self._client.send(req, stream=True)
+        body = bytearray()
+        try:
+            declared = resp.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_bytes:
+                raise SourceError(self._too_big(False))
+            async for chunk in resp.aiter_bytes():
+                body += chunk
+                self._in_flight += len(chunk)
+                if len(body) > self.max_bytes or self._in_flight > _IN_FLIGHT * self.max_bytes:
+                    raise SourceError(self._too_big(len(body) <= self.max_bytes))
+            return resp.status_code, resp.reason_phrase, resp.headers.get("location", "?"), bytes(body)
+        finally:
+            self._in_flight -= len(body)
+            del body[:]
+            await resp.aclose()
+
+    def _too_big(self, together: bool) -> str:
+        mib = f"{self.max_bytes / 1048576:g} MiB"
+        both = f"{_IN_FLIGHT * self.max_bytes / 1048576:g} MiB"
+        what = f"more than {both} with the answers in flight beside it" if together else f"more than {mib}"
+        return f"Prometheus at {self.display} answered {what}: refused (narrow --match, or raise --prom-max-mib)"
+
+    async def _decode(self, code: int, reason: str, location: str, raw: bytes) -> tuple[dict[str, Any], tuple[str, ...]]:
+        """The answer's `data` and its warnings (cleaned), or SourceError saying what is wrong."""
         where = self.display
         if code == 401:
             if self.token is None:
@@ -233,13 +288,13 @@ class PromClient:
                 "prefix (e.g. Thanos/Mimir behind /prometheus)"
             )
         if 300 <= code < 400:
-            loc = clean(resp.headers.get("location", "?"))
+            loc = clean(location)
             raise SourceError(f"Prometheus at {where} redirected to {loc} ({code}): use that URL (a login page?)")
         try:
-            body = resp.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
+            body = await asyncio.to_thread(json.loads, raw) if len(raw) > _THREAD_DECODE_BYTES else json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             if code >= 500:
-                raise SourceError(f"Prometheus at {where} failed ({code} {clean(resp.reason_phrase)})") from None
+                raise SourceError(f"Prometheus at {where} failed ({code} {clean(reason)})") from None
             raise SourceError(
                 f"{where} did not answer like a Prometheus API (HTTP {code}, not JSON): is this the right URL?"
             ) from None
@@ -256,7 +311,17 @@ class PromClient:
         data = body.get("data")
         if not isinstance(data, dict):
             raise SourceError(f"{where} did not answer like a Prometheus API (no data)")
-        return data
+        return data, _warnings(body)
+
+
+def _warnings(body: dict[str, Any]) -> tuple[str, ...]:
+    """The answer's `warnings` (and `infos`), cleaned and bounded: a partial answer says so there."""
+    out = []
+    for key in ("warnings", "infos"):
+        items = body.get(key)
+        if isinstance(items, list):
+            out.extend(clean(str(w), 300) for w in items[:5])
+    return tuple(out)
 
 
 def describe_connect_error(where: str, e: BaseException) -> str:
@@ -304,8 +369,10 @@ def _fmt_time(t: float) -> str:
     return f"{t:.3f}"
 
 
-def series_from_data(data: dict[str, Any], expr: str = "") -> list[Series]:
-    """The `data` of a query answer as Series; malformed elements are skipped."""
+def series_from_data(data: dict[str, Any], expr: str = "", *, max_points: int | None = None,
+                     where: str = "Prometheus") -> list[Series]:
+    """The `data` of a query answer as Series; malformed elements are skipped. A range series
+    with more than `max_points` points refuses the whole answer (SourceError)."""
     rtype = data.get("resultType")
     result = data.get("result")
     if not isinstance(result, list):
@@ -325,7 +392,11 @@ def series_from_data(data: dict[str, Any], expr: str = "") -> list[Series]:
         for r in result:
             try:
                 m = r["metric"]
-                pts = tuple([(float(ts), float(v)) for ts, v in r["values"]])
+                values = r["values"]
+                if max_points is not None and len(values) > max_points:
+                    raise SourceError(f"{where} answered {len(values)} points for one series where the range "
+                                      f"query asks for at most {max_points}: refused")
+                pts = tuple([(float(ts), float(v)) for ts, v in values])
             except (KeyError, TypeError, ValueError):
                 continue
             if pts and type(m) is dict:

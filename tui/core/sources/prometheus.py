@@ -65,11 +65,13 @@ class PrometheusSource:
         gpu_match: str | None = None,
         gpu_allocations: Callable[[], Mapping[str, GpuAllocation]] | None = None,
         quantiles_every_s: float = 15.0,
+        max_mib: float = 64.0,
     ) -> None:
         self.match = parse_match(match)
         self.gpu_match = parse_match(gpu_match)
         token = BearerToken(token_env, token_file) if (token_env or token_file) else None
-        self.client = PromClient(url, token=token, ca_file=ca_file, insecure=insecure, timeout=timeout)
+        self.client = PromClient(url, token=token, ca_file=ca_file, insecure=insecure, timeout=timeout,
+                                 max_mib=max_mib)
         self.clock = clock
         self.rate_window_s = rate_window_s
         self.queries = FleetQueries.build(self.match, rate_window_s)
@@ -77,6 +79,7 @@ class PrometheusSource:
         self.gpu_allocations = gpu_allocations
         self.description = f"prometheus {self.client.display}" + (f" {{{clean(self.match)}}}" if self.match else "")
         self.warnings: tuple[str, ...] = ()  # partial failures of the last poll, for the header
+        self.pending: frozenset[str] = frozenset()  # replicas a partial answer left out: shown stale
         self._naming = Naming()
         self._configs: dict[Key, dict[str, str]] = {}
         self._configs_tried_at = -1e18
@@ -128,6 +131,14 @@ class PrometheusSource:
                 raise scalars
             raise SourceError(f"Prometheus query failed: {clean(str(scalars)) or type(scalars).__name__}")
         warnings = list(self._quantile_warnings)
+        for what, res in (("", scalars), ("rates: ", rates), ("GPU series: ", gpu)):
+            warnings.extend(f"Prometheus warns ({what}{w})" if what else f"Prometheus warns: {w}"
+                            for w in getattr(res, "warnings", ()))
+        # A partial answer (a store or a shard did not answer) says so in its warnings: what it
+        # leaves out is unknown, not gone
+        partial = bool(getattr(scalars, "warnings", ()))
+        if partial:
+            warnings.insert(0, "partial answer from Prometheus: replicas it left out are shown stale")
         derived_series: list[Series] = []
         if isinstance(rates, BaseException):
             warnings.append(f"rates unavailable: {clean(str(rates))}")
@@ -157,7 +168,14 @@ class PrometheusSource:
         latency = time.perf_counter() - t0
         fresh = build_scrapes(at, replicas, derived, self._naming, gpus, self._configs, latency)
         out = self._new_only(fresh)
-        out.extend(self._gone(at, {s.replica for s in fresh}, down))
+        present = {s.replica for s in fresh}
+        if partial:
+            self.pending = frozenset(n for n in self._last_seen if n not in present)
+            for name in present:
+                self._last_seen[name] = at
+        else:
+            self.pending = frozenset()
+            out.extend(self._gone(at, present, down))
         self.warnings = tuple(warnings)
         return out
 
@@ -310,6 +328,7 @@ def from_args(
         ca_file=getattr(args, "prom_ca", None),
         insecure=bool(getattr(args, "prom_insecure", False)),
         timeout=float(getattr(args, "prom_timeout", 10.0) or 10.0),
+        max_mib=float(getattr(args, "prom_max_mib", 64.0) or 64.0),
         rate_window_s=float(getattr(args, "prom_rate_window", 60.0) or 60.0),
         gpu=not getattr(args, "no_gpu", False),
         gpu_match=getattr(args, "gpu_match", None),

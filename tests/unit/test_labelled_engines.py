@@ -151,3 +151,43 @@ def test_labelled_suite_meets_the_targets():
     assert max(kv) <= 2, kv
     ds = sorted(d for _, d in det)
     assert ds[len(ds) // 2] <= 2
+
+
+def _history_until(name: str, replica: str, label: str, nth: int = 30):
+    """The replica's history and finding as the app holds them (a Monitor fed poll by poll)."""
+    from tui.core.monitor import Monitor
+    from tui.core.record import read_log
+
+    path = os.path.join(DATA, name + ".jsonl.gz")
+    sc = scores(name)[replica]
+    until = [ts for ts, _, lab in sc.points if lab == label][nth]
+    mon = Monitor()
+    state = None
+    for s in read_log(path):
+        if s.replica == replica and s.ts <= until:
+            state = mon.ingest([s])
+    view = next(v for v in state.replicas if v.name == replica)
+    return mon.histories[replica], until, view.finding
+
+
+@pytest.mark.parametrize("name,replica,label", [
+    ("sglang-dp-one-rank-full", "sgl-dp-hot", "kv-pressure"),
+    ("vllm-lora-starved", "lora-0", "lora-capped"),
+])
+def test_runbook_follows_the_corrected_verdict(name, replica, label):
+    """`g`: a one-rank-pressured DP pod is never told to scale out; a LoRA-capped replica is
+    never told to restart."""
+    from tui.core.diagnosis.runbook import runbook
+    from tui.screens.diagnosis_text import runbook_text
+
+    h, now, finding = _history_until(name, replica, label)
+    rb = runbook(h, now, finding=finding, rollouts=[])
+    assert rb.finding.verdict == label
+    text = runbook_text(rb, lambda a: ("x", None), {}).plain
+    if label == "kv-pressure":
+        assert rb.step("scale").status == "skip" and rb.branch == "rebalance"
+        assert "rebalance" in text and "scale out to" not in text
+        assert all(s.status != "todo" for s in rb.steps if s.id == "scale")
+    else:
+        assert "restart" not in text.replace("do not restart", "")
+        assert "--max-loras" in text

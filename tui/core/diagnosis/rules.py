@@ -242,10 +242,11 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
             f" ({kv_label} {_fmt(p.kv)}: the queue is not held by KV)"))
     if p.rank is not None:
         lo, hi = p.others_kv or (None, None)
-        c.add("rank", info("dp_rank", p.rank,
-                           f"{'dp_rank' if p.engine == 'sglang' else 'engine'} {p.rank} of {p.ranks} is the fullest:"
-                           f" {kv_label} {_fmt(p.kv)}, waiting {_fmt(p.waiting_total)}, running {_fmt(p.running)};"
-                           f" the other ranks {_fmt(lo)}..{_fmt(hi)}"))
+        # crossed: the other ranks all have room, so the pod's trouble is this rank's alone
+        c.add("rank", Evidence("dp_rank", p.rank, t.kv_room, "<", one_rank(p, t),
+                               f"{'dp_rank' if p.engine == 'sglang' else 'engine'} {p.rank} of {p.ranks} is the fullest:"
+                               f" {kv_label} {_fmt(p.kv)}, waiting {_fmt(p.waiting_total)}, running {_fmt(p.running)};"
+                               f" the other ranks {_fmt(lo)}..{_fmt(hi)}"))
 
     # -- running vs a cap ----------------------------------------------------------------------
     mns = p.m.max_num_seqs
@@ -557,6 +558,13 @@ def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Find
                         f"pending: {v} ({cand_n}/{_need(state, v, t)} scrapes)")
         ev = [*ev, pend]
     return Finding(state, tuple(ev), since, tuple(miss), summary=summary_for(state, point, t, ev))
+
+
+def rank_bound(finding: Finding) -> bool:
+    """The finding's case is one data-parallel rank's (the other ranks have room): remedies act
+    on the ranks (rebalance), never on the replica count."""
+    return finding.verdict in (V.KV_PRESSURE, V.OVERLOADED, V.CONCURRENCY_CAPPED) and any(
+        e.signal == "dp_rank" and e.crossed for e in finding.evidence)
 
 
 def one_rank(p: Point, t: Thresholds) -> bool:

@@ -315,7 +315,7 @@ def specs() -> list[Spec]:
     idle = (Phase("healthy", 360, kv=(0.03, 0.06), running=(1, 2), gen_tps=60, util=(8, 10)),)
     out.append(Spec("vllm-fleet-imbalance", 5.0, tuple(
         Replica(f"imb-{i}", hot if i == 0 else idle) for i in range(4)),
-        fleet=((0, 80, "balanced"), (80, 300, "imbalanced"), (330, 400, "balanced")),
+        fleet=((0, 60, "balanced"), (60, 305, "imbalanced"), (320, 400, "balanced")),
         note="one replica pressured while three of the same model idle"))
     busy = (Phase("overloaded", 300, kv=(0.80, 0.86), pinned=128, waiting=(20, 30), gen_tps=2400, util=(72, 74)),)
     out.append(Spec("vllm-fleet-all-busy", 5.0, tuple(Replica(f"busy-{i}", busy) for i in range(3)),
@@ -475,4 +475,25 @@ def precision_recall(pairs) -> dict[str, tuple[float, float, int]]:
         fn = sum(1 for a, b in pairs if a == v != b)
         fp = sum(1 for a, b in pairs if b == v != a)
         out[v] = (tp / (tp + fp) if tp + fp else 0.0, tp / (tp + fn) if tp + fn else 0.0, tp + fn)
+    return out
+
+
+def fleet_points(path: str) -> list[tuple[float, tuple[str, ...], str | None]]:
+    """(poll time, model groups in imbalance, fleet label) per poll of the file, through the
+    live Monitor (as `--json` and the banner see it)."""
+    from tui.core.monitor import Monitor
+    from tui.core.record import read_log
+    from tui.core.sources.replay import polls
+
+    labels = {}
+    with gzip.open(path, "rt") as f:
+        for r in map(json.loads, f):
+            if "fleet" in r:
+                labels[r["ts"]] = r["fleet"]
+    mon = Monitor()
+    out = []
+    for batch in polls(sorted(read_log(path), key=lambda s: s.ts)):
+        state = mon.ingest(batch)
+        ts = batch[0].ts
+        out.append((ts, tuple(i.group for i in state.imbalance), labels.get(ts)))
     return out

@@ -191,3 +191,53 @@ def test_runbook_follows_the_corrected_verdict(name, replica, label):
     else:
         assert "restart" not in text.replace("do not restart", "")
         assert "--max-loras" in text
+
+
+# -- fleet imbalance ----------------------------------------------------------------------------
+
+
+def _fleet(name):
+    from tests.labelled import fleet_points
+
+    return fleet_points(os.path.join(DATA, name + ".jsonl.gz"))
+
+
+def test_fleet_imbalance_fires_beside_idle_replicas_within_two_intervals():
+    pts = _fleet("vllm-fleet-imbalance")
+    onset = min(ts for ts, _, lab in pts if lab == "imbalanced")
+    first = min(ts for ts, g, _ in pts if g)
+    assert onset <= first <= onset + 2 * 5.0
+    scored = [(lab, bool(g)) for ts, g, lab in pts if lab is not None
+              and not any(0 <= ts - t0 < 10.0 for t0 in (onset, 1764000305.0))]
+    tp = sum(1 for lab, on in scored if lab == "imbalanced" and on)
+    fp = sum(1 for lab, on in scored if lab == "balanced" and on)
+    fn = sum(1 for lab, on in scored if lab == "imbalanced" and not on)
+    assert tp / (tp + fp) >= 0.9 and tp / (tp + fn) >= 0.9, (tp, fp, fn)
+
+
+@pytest.mark.parametrize("name", ["vllm-fleet-all-busy", "vllm-fleet-all-idle", "sglang-dp-one-rank-full"])
+def test_fleet_imbalance_never_fires_when_all_busy_or_all_idle(name):
+    assert not any(g for _, g, _ in _fleet(name))
+
+
+def test_fleet_imbalance_in_json_names_group_spread_since_and_remedy():
+    import json
+
+    from tui.core.export import fleet_json
+    from tui.core.monitor import Monitor
+    from tui.core.record import read_log
+    from tui.core.sources.replay import polls
+
+    mon = Monitor()
+    state = None
+    for batch in polls(sorted(read_log(os.path.join(DATA, "vllm-fleet-imbalance.jsonl.gz")), key=lambda s: s.ts)):
+        state = mon.ingest(batch)
+        if batch[0].ts >= 1764000200.0:
+            break
+    obj = json.loads(json.dumps(fleet_json(state)))
+    (imb,) = obj["imbalance"]
+    assert imb["group"] == "meta-llama/Llama-3.1-8B-Instruct" and imb["hot"] == ["imb-0"]
+    assert sorted(imb["idle"]) == ["imb-1", "imb-2", "imb-3"] and imb["replicas"] == 4
+    assert imb["spread"]["kv"]["hot"][0] >= 0.9 and imb["spread"]["kv"]["idle"][1] < 0.1
+    assert imb["since"] <= 1764000075.0 and "rebalance" in imb["remedy"] and "InferencePool" in imb["remedy"]
+    assert "idle" in imb["text"] and "KV 0.9" in imb["text"]

@@ -52,4 +52,7 @@ def replica_json(r: ReplicaView, now: float | None = None) -> dict:
 
 
 def fleet_json(state: FleetState) -> dict:
-    return {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}
+    out = {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}
+    # fleet imbalance (a hot replica beside idle ones of its model): a list, empty when none
+    out["imbalance"] = [i.as_dict() for i in getattr(state, "imbalance", ())]
+    return out

@@ -378,6 +378,8 @@ class FleetState:
     replicas: tuple[ReplicaView, ...]
     # fleet-level queue / latency alarms (diagnosis.alarm.Alarm), most recent refresh
     alarms: tuple = ()
+    # model groups with a hot replica beside idle ones (diagnosis.imbalance.Imbalance)
+    imbalance: tuple = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

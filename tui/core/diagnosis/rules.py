@@ -297,7 +297,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     if util is not None:
         # both comparisons are kept; each verdict shows the one its case rests on
         c.add("util", cmp("gpu_util_pct", "GPU util", util, "<", t.gpu_util_low_pct, "%"))
-        c.add("util_high", cmp("gpu_util_pct", f"GPU util (median of {t.pinned_points} scrapes)", util_w, ">=",
+        c.add("util_high", cmp("gpu_util_pct", "GPU util (median of 3 scrapes)", util_w, ">=",
                                util_thr, "%"))
     e_cpu = c.add("cpu", cmp("cpu_cores", "API server CPU", p.cpu_cores, ">=", t.cpu_saturated_cores,
                              " cores"))
@@ -346,7 +346,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         v = V.HOST_BOUND
     else:
         capped = (calm and cap_wait and at_cap and kv_room
-                  and p.queue_run >= (1 if prev == V.CONCURRENCY_CAPPED else t.queue_points))
+                  and p.queue_run >= (1 if prev == V.CONCURRENCY_CAPPED else 2))
         compute = calm and util_high and busy and (batch is None or batch_ok)
         # With a queue at the cap, the GPU is the limit only when saturated (raising the cap
         # cannot help then); below that, the cap is what holds the queue.
@@ -426,6 +426,8 @@ class _Tracker:
     cand_since: float | None = None
     cand_n: int = 0
     last: tuple[str, list[Evidence], list[str]] | None = None  # raw classification of the last point
+    # scrapes since the state last came back to healthy from a queue verdict (None: it has not)
+    calm_n: int | None = None
 
     def advance(self, scrape, point_tuple) -> None:
         ts, m = point_tuple
@@ -438,6 +440,7 @@ class _Tracker:
             # describe another process; judge afresh
             self.tail.clear()
             self.n, self.state, self.since, self.cand, self.cand_n = 0, V.UNKNOWN, None, None, 0
+            self.calm_n = None
         p = make_point(scrape, m, list(self.tail), self.t)
         if self.tail and self.tail[-1].m is not _NO_METRICS:  # (empty after an outage)
             self.tail[-1] = replace(self.tail[-1], m=_NO_METRICS)
@@ -458,17 +461,26 @@ class _Tracker:
             self.cand_n += 1
         else:
             self.cand, self.cand_since, self.cand_n = v, ts, 1
-        need = _need(self.state, v, self.t)
+        need = _need(self.state, v, self.t, self.calm_n)
+        if self.calm_n is not None:
+            self.calm_n += 1
         if self.cand_n >= need:
+            self.calm_n = 0 if (v == V.HEALTHY and self.state in _QUEUED) else self.calm_n
             self.state, self.since = v, self.cand_since
             self.cand, self.cand_n = None, 0
 
 
-def _need(state: str, v: str, t: Thresholds) -> int:
+_QUEUED = frozenset({V.OVERLOADED, V.CONCURRENCY_CAPPED, V.LORA_CAPPED})
+
+
+def _need(state: str, v: str, t: Thresholds, calm_n: int | None = None) -> int:
     """Scrapes verdict `v` must hold to replace `state`: a fast verdict enters at once from
-    healthy or below it; a step down to a milder verdict waits `sustain_points`, so a replica on
-    a boundary between two verdicts does not flap between them."""
+    healthy or below it; a step down to a milder verdict waits `sustain_points`, and so does a
+    queue verdict shortly (`room_points` scrapes) after a queue verdict ended, so a replica on a
+    boundary between two verdicts (a pool filling with queue blips) does not flap between them."""
     up = state == V.HEALTHY or V.SEVERITY.get(v, 99) < V.SEVERITY.get(state, 99)
+    if state == V.HEALTHY and v in _QUEUED and calm_n is not None and calm_n < 2 * t.room_points:
+        return t.sustain_points
     return 1 if (state == V.UNKNOWN or (v in _FAST and up)) else t.sustain_points
 
 
@@ -555,7 +567,7 @@ def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Find
         # held by hysteresis: show the held verdict's case as it stands now, and what is pending
         ev, miss = evidence_for(state, point, t)
         pend = Evidence("pending", v, t.sustain_points, "info", False,
-                        f"pending: {v} ({cand_n}/{_need(state, v, t)} scrapes)")
+                        f"pending: {v} ({cand_n}/{_need(state, v, t, tr.calm_n)} scrapes)")
         ev = [*ev, pend]
     return Finding(state, tuple(ev), since, tuple(miss), summary=summary_for(state, point, t, ev))
 

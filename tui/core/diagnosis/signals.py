@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from ..model import GpuSample, ReplicaMetrics, Scrape
 from .thresholds import Thresholds
 
+# GPU utilisation is judged on the median of this many scrapes: one busy sample never decides
+_UTIL_POINTS = 3
+
 # Counters whose increase means the engine made progress (any one moving is enough).
 _PROGRESS = ("generation_tokens", "prompt_tokens")
 
@@ -57,7 +60,7 @@ class Point:
     rank_running: tuple[tuple[str, float], ...] = ()
     lora: tuple | None = None  # (max_lora, running adapters, waiting adapters) from lora_requests_info
     idle_queue_run: int = 0  # consecutive scrapes with a queue and nothing running
-    util_mean: float | None = None  # GPU utilisation, median of the last `pinned_points` scrapes
+    util_mean: float | None = None  # GPU utilisation, median of the last `_UTIL_POINTS` scrapes
     c_util: float | None = None  # this scrape's utilisation (for the next point's mean)
     retract_gauge: bool = False  # preemptions read from SGLang's num_retracted_reqs gauge
 
@@ -156,10 +159,13 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
     d_cpu = _delta(c_cpu, prev.c_cpu) if dt is not None else None
     cpu = d_cpu / dt if d_cpu is not None else None
 
+    # a cap holds `running` flat for as long as its queue lasts: over the queue's run (at least
+    # `pinned_points`, at most `room_points` scrapes), so a chance flat pair in a long queue is no cap
+    n_pin = max(t.pinned_points, min(queue_run, t.room_points))
     if rank is not None:  # the same rank's running in the points before (a rank's own cap)
-        runs = [dict(p.rank_running).get(rank) for p in _last(tail, t.pinned_points - 1)]
+        runs = [dict(p.rank_running).get(rank) for p in _last(tail, n_pin - 1)]
     else:
-        runs = [p.running for p in _last(tail, t.pinned_points - 1)]
+        runs = [p.running for p in _last(tail, n_pin - 1)]
     runs.append(running)
     known_runs = [r for r in runs if r is not None]
     # a cap holds `running` at most at the cap, always: the peak over the longer window too
@@ -170,7 +176,7 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
     longer = [r for r in longer if r is not None] + known_runs[-1:]
     kvs = [p.kv for p in _last(tail, t.room_points - 1) if p.kv is not None]
     util = scrape.gpu.compute_pct if scrape.gpu is not None else None
-    utils = [p.c_util for p in _last(tail, t.pinned_points - 1) if p.c_util is not None]
+    utils = [p.c_util for p in _last(tail, _UTIL_POINTS - 1) if p.c_util is not None]
     if util is not None:
         utils.append(util)
     lora = s.lora

@@ -46,7 +46,7 @@ class Thresholds:
     batch_collapse: float = 2.0  # effective batch p95 at/below this = collapsed
     cpu_saturated_cores: float = 0.85  # API server near one core: host-bound
     # -- concurrency cap ---------------------------------------------------------------------
-    pinned_points: int = 3  # scrapes `running` must stay flat to count as pinned at a cap
+    pinned_points: int = 2  # scrapes `running` must stay flat to count as pinned at a cap
     pinned_tolerance: float = 0.05  # "flat" / "at max-num-seqs": within this fraction
     # -- stall -------------------------------------------------------------------------------
     stall_points: int = 2  # consecutive scrape intervals with no engine progress while busy

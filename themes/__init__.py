@@ -27,6 +27,7 @@ VERDICT_DEFAULTS = {
         V.DOWN: "#9a9a9a",
         V.STALLED: "#ff9f43",
         V.CONCURRENCY_CAPPED: "#f1c40f",
+        V.LORA_CAPPED: "#f1c40f",
         V.OVERLOADED: "#ff7f50",
         V.STARTING: "#8fa8c8",
         V.HOST_BOUND: "#f5a623",
@@ -88,6 +89,7 @@ LIGHT = Theme(
             V.DOWN: "#5f6368",
             V.STALLED: "#b34700",
             V.CONCURRENCY_CAPPED: "#8a6d00",
+            V.LORA_CAPPED: "#8a6d00",
             V.OVERLOADED: "#b0460f",
             V.STARTING: "#4a6a8a",
             V.HOST_BOUND: "#a65e00",
@@ -131,6 +133,7 @@ HIGH_CONTRAST = Theme(
             V.DOWN: "#ffffff",
             V.STALLED: "#ff9900",
             V.CONCURRENCY_CAPPED: "#ffff00",
+            V.LORA_CAPPED: "#ffff00",
             V.OVERLOADED: "#ff8800",
             V.STARTING: "#80c0ff",
             V.HOST_BOUND: "#ffcc00",
@@ -174,6 +177,7 @@ COLORBLIND = Theme(
             V.DOWN: "#999999",  # grey
             V.STALLED: "#e69f00",  # orange
             V.CONCURRENCY_CAPPED: "#f0e442",  # yellow
+            V.LORA_CAPPED: "#f0e442",
             V.OVERLOADED: "#d55e00",
             V.STARTING: "#999999",
             V.HOST_BOUND: "#0072b2",  # blue

@@ -138,8 +138,9 @@ class PressureBanner(Static):
     def show(self, state: FleetState) -> None:
         hot = [r.name for r in state.replicas if r.verdict == KV_PRESSURE]
         alarms = tuple(getattr(state, "alarms", ()))  # queue / latency far above each one's baseline
-        self.set_class(bool(hot or alarms), "-on")
-        if not hot and not alarms:
+        imbalance = tuple(getattr(state, "imbalance", ()))  # a hot replica beside idle ones of its model
+        self.set_class(bool(hot or alarms or imbalance), "-on")
+        if not hot and not alarms and not imbalance:
             return
         pal = self._palette()
         t = Text(no_wrap=True, overflow="ellipsis",
@@ -158,6 +159,11 @@ class PressureBanner(Static):
                      + ("" if hot else " · enter: evidence") + " · ")
             shown = alarms if not hot else alarms[:2]
             t.append("; ".join(clean(a.text) for a in shown[:3]) + (f" +{len(alarms) - 3}" if len(shown) > 3 else ""))
+        if imbalance:
+            t.append("  · " if hot or alarms else "")
+            first = imbalance[0]
+            t.append(f"FLEET IMBALANCE in {len(imbalance)} model group(s) · rebalance, not scale out · "
+                     f"{clean(first.text)}" + (f" +{len(imbalance) - 1}" if len(imbalance) > 1 else ""))
         if self.ascii:
             t = asciify(t)
         self.styles.background = pal.get("banner-bg", "red")

@@ -20,7 +20,7 @@ def hist(bounds, values) -> Histogram:
 def scrape(ts: float, *, name: str = "r0", kv=0.4, running=10.0, waiting=0.0, wcap=None, wdef=None,
            preempt=0.0, gen=None, prompt=None, cpu=None, util=50.0, mem_pct=90.0, gpu=True,
            throttle=(), ecc=0.0, xid=0.0, cache=None, hists=None, pod=None, swapped=None,
-           error=None) -> Scrape:
+           error=None, lora=None) -> Scrape:
     if error is not None:
         return Scrape(ts=ts, replica=name, error=error, pod=pod)
     values = {"running": running, "waiting": waiting, "preemptions": preempt,
@@ -35,7 +35,7 @@ def scrape(ts: float, *, name: str = "r0", kv=0.4, running=10.0, waiting=0.0, wc
     if swapped is not None:
         values["swapped"] = swapped
     sample = Sample(engines={"0": EngineSample(values=values, hists=hists or {})}, generation="v1",
-                    cache_config=cache or {}, process_cpu_seconds=cpu)
+                    cache_config=cache or {}, process_cpu_seconds=cpu, lora=lora)
     g = None
     if gpu:
         g = GpuSample(devices=(GpuDevice(index="0", memory_used_bytes=80 * GiB * mem_pct / 100,

@@ -156,9 +156,22 @@ def test_idle_replica_without_progress_is_not_stalled():
 
 
 def test_stalled_when_waiting_is_dominated_by_deferred():
-    f = last(series(5, running=2.0, waiting=12.0, wcap=0.0, wdef=12.0, kv=0.2))
+    frozen_ = lambda i: 100.0 * min(i, 1)  # noqa: E731
+    f = last(series(5, running=2.0, waiting=12.0, wcap=0.0, wdef=12.0, kv=0.2, gen=frozen_, prompt=frozen_))
     assert f.verdict == "stalled"
     assert "deferred" in texts(f)
+
+
+def test_a_deferred_queue_beside_advancing_generation_is_no_stall():
+    # vLLM's "deferred" includes requests waiting on the LoRA budget: a stall needs generation
+    # that does not advance
+    f = last(series(5, running=2.0, waiting=12.0, wcap=0.0, wdef=12.0, kv=0.2))
+    assert f.verdict != "stalled"
+    lora = (4, ("a0", "a1", "a2", "a3"), ("a4", "a5"))
+    f = last(series(5, running=16.0, waiting=31.0, wcap=3.0, wdef=28.0, kv=0.25, lora=lora))
+    assert f.verdict == "lora-capped"
+    assert "LoRA adapter slots 4/4 busy (a0, a1, a2, a3), waiting for a slot: a4, a5" in texts(f)
+    assert "restart it" not in f.summary and "do not restart" in f.summary
 
 
 def test_concurrency_capped_running_pinned_queue_growing_kv_headroom():
@@ -248,7 +261,8 @@ def test_the_monitor_reports_the_since_of_the_histories_state():
     later = series(8, t0=first[-1].ts + 5.0, util=util, running=40.0)
     f = mon.ingest(later).replicas[0].finding
     assert f.verdict == "compute-bound"
-    assert f.since == diagnose(mon.histories["r0"], later[-1].ts, T).since == later[4].ts
+    # utilisation is judged over `pinned_points` scrapes (their median): re-entered at the second busy one
+    assert f.since == diagnose(mon.histories["r0"], later[-1].ts, T).since == later[5].ts
 
 
 # -- no look-ahead --------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ CASES = {
                                  cache={"max_num_seqs": "64"}),
     V.OVERLOADED: series(8, running=32.0, waiting=lambda i: 10.0 * (i + 1), kv=0.85,
                          cache={"max_num_seqs": "32"}),
+    V.LORA_CAPPED: series(5, running=16.0, waiting=31.0, wcap=3.0, wdef=28.0, kv=0.25,
+                          lora=(4, ("a0", "a1", "a2", "a3"), ("a4", "a5"))),
     V.STARTING: [scrape(1000.0 + 10 * i, error="HTTP 503") for i in range(3)],
     V.UNKNOWN: series(1),
     V.DOWN: series(3) + [scrape(1015.0 + 5 * i, error="connection refused") for i in range(5)],

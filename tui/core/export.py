@@ -57,4 +57,6 @@ def fleet_json(state: FleetState) -> dict[str, Any]:
     out: dict[str, Any] = {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}
     if state.source_warnings:  # only when the source had a problem (a partial Prometheus answer, ...)
         out["source_warnings"] = [redact(w) for w in state.source_warnings]
+    # fleet imbalance (a hot replica beside idle ones of its model): a list, empty when none
+    out["imbalance"] = [i.as_dict() for i in state.imbalance]
     return out

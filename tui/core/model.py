@@ -118,6 +118,8 @@ class Sample:
     process_cpu_seconds: float | None = None  # process_cpu_seconds_total of the API server
     extra: Mapping[str, float] = field(default_factory=dict)  # other unlabelled scalars kept
     warnings: tuple[str, ...] = ()  # what was wrong with the page but read anyway (duplicates, ...)
+    # vLLM's lora_requests_info, newest series: (max_lora, running adapters, waiting adapters)
+    lora: tuple[int | None, tuple[str, ...], tuple[str, ...]] | None = None
 
     # Gauges a pod reports as a sum over its engines; everything else takes the worst engine.
     _SUMMED = frozenset(
@@ -396,6 +398,8 @@ class FleetState:
     alarms: tuple[Any, ...] = ()
     # the source's own problems this refresh (Prometheus warnings, a partial answer), cleaned
     source_warnings: tuple[str, ...] = ()
+    # model groups with a hot replica beside idle ones (diagnosis.imbalance.Imbalance)
+    imbalance: tuple[Any, ...] = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

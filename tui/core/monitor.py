@@ -14,6 +14,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 from .diagnosis import Thresholds, diagnose
 from .finite import finite_scrape
 from .diagnosis.alarm import FleetAlarms
+from .diagnosis.imbalance import FleetImbalance
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
 from .model import DOWN, OK, STALE, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .retry import StartRetry
@@ -50,6 +51,7 @@ class Monitor:
         self.history_len = history_len
         self.histories: dict[str, ReplicaHistory] = {}
         self.alarms = FleetAlarms(self.thresholds)  # queue / latency vs each replica's baseline
+        self.imbalance = FleetImbalance(self.thresholds)  # a hot replica beside idle ones of its model
         self._latest: dict[str, Scrape] = {}  # last scrape of any kind, for pod/group/error
         self._invalid: dict[str, dict[str, str]] = {}  # non-finite signals of the last scrape
         self._broken: dict[str, str] = {}  # replicas whose last scrape could not be taken in
@@ -180,7 +182,11 @@ class Monitor:
             alarms = self.alarms.update(state, self.histories)
         except Exception:  # noqa: BLE001 - a fleet alarm failure must not cost the fleet its rows
             alarms = self.state.alarms
-        self.state = replace(state, alarms=alarms)
+        try:
+            imbalance = self.imbalance.update(state)
+        except Exception:  # noqa: BLE001 - nor a fleet imbalance failure
+            imbalance = self.state.imbalance
+        self.state = replace(state, alarms=alarms, imbalance=imbalance)
 
     def _safe_view(self, name: str, h: ReplicaHistory, now: float) -> ReplicaView:
         """The replica's view; a failure in its diagnosis is its own `unknown` with the reason."""

@@ -17,6 +17,7 @@ KV_PRESSURE = "kv-pressure"
 STALLED = "stalled"
 OVERLOADED = "overloaded"
 CONCURRENCY_CAPPED = "concurrency-capped"
+LORA_CAPPED = "lora-capped"
 HOST_BOUND = "host-bound"
 COMPUTE_BOUND = "compute-bound"
 STARTING = "starting"
@@ -46,6 +47,8 @@ _SUMMARIES = {  # the one-line advice of each verdict that has a fixed one
     STALLED: "requests in flight but the engine makes no progress: wedged, restart it (drain first)",
     OVERLOADED: "a queue persists and KV has no room to raise the cap: arrivals exceed what it completes; scale out",
     CONCURRENCY_CAPPED: "queue held by the concurrency cap with KV and GPU headroom: raise max-num-seqs or scale out",
+    LORA_CAPPED: ("admission held by the LoRA adapter slots while generation advances: raise --max-loras / "
+                  "--max-cpu-loras or route each adapter to fewer replicas; not a wedge, do not restart"),
     HOST_BOUND: "API server CPU-bound while the GPU idles: CPU / tokenizer / network, not the GPU",
     COMPUTE_BOUND: "GPU busy with effective batching: scale out if latency is over the SLO",
     HEALTHY: "within thresholds",
@@ -59,6 +62,7 @@ _ROWS = (
     (KV_PRESSURE, "▲", "!", "kv-pressure"),
     (STALLED, "■", "#", "stalled"),
     (OVERLOADED, "»", ">", "overloaded"),
+    (LORA_CAPPED, "◇", "L", "lora-capped"),
     (CONCURRENCY_CAPPED, "≡", "=", "conc-capped"),
     (HOST_BOUND, "◆", "%", "host-bound"),
     (COMPUTE_BOUND, "●", "*", "compute"),

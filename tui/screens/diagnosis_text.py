@@ -51,6 +51,7 @@ BRANCH_TEXT = {
     "scale": "the cap holds admission and KV has no room to raise it: scale out",
     "verify": "mitigations applied: verify recovery",
     "not-kv": "not KV pressure: the preemption-thrash runbook does not apply",
+    "rebalance": "one data-parallel rank full, the others with room: rebalance the ranks (not a scale-out)",
 }
 
 # What kvwatch says about a verdict the preemption-thrash flow does not cover, and the keys for it
@@ -59,6 +60,7 @@ OTHER_REMEDY = {
                 ("drain", "drain the wedged replica")),
     "concurrency-capped": (("edit_args", "raise --max-num-seqs (KV has headroom)"), ("scale", "scale out")),
     "overloaded": (("scale", "scale out (replica count below)"),),
+    "lora-capped": (("edit_args", "raise --max-loras / --max-cpu-loras (adapter slots)"),),
     "compute-bound": (("scale", "scale out if latency is over the SLO"),),
     "node-fault": (("drain", "drain the replica off this node"),),
 }
@@ -166,6 +168,7 @@ _TITLES = {
     "node-fault": "GPU node fault: divert (do not tune the server)",
     "overloaded": "queue over capacity: scale out",
     "concurrency-capped": "queue held by the concurrency cap",
+    "lora-capped": "queue held by the LoRA adapter slots",
     "stalled": "wedged engine",
     "starting": "pod starting",
     "down": "replica down",
@@ -238,10 +241,11 @@ def runbook_text(rb: Runbook, keyinfo: KeyInfo, pal: Mapping[str, str], ascii: b
         t.append(clean(common) + "\n", style="dim")
         inner = keyinfo
         keyinfo = lambda a: (inner(a)[0], "see above" if inner(a)[1] == common else inner(a)[1])  # noqa: E731
-    if rb.branch != "divert" and verdict not in ("kv-pressure", "healthy", "unknown"):
+    if rb.branch == "rebalance" or (rb.branch != "divert" and verdict not in ("kv-pressure", "healthy", "unknown")):
         t.append(f"The verdict is {verdict}: ", style="bold")
-        t.append(SUMMARY.get(verdict, verdict) + "\n")
-        for action, what in OTHER_REMEDY.get(verdict, ()):
+        # the finding's own advice: it may differ from the verdict's usual one (one full rank)
+        t.append(clean(rb.finding.summary or SUMMARY.get(verdict, verdict)) + "\n")
+        for action, what in (() if rb.branch == "rebalance" else OTHER_REMEDY.get(verdict, ())):
             _key_text(t, action, what, keyinfo, pal, False)
     t.append("\n")
     for n, s in enumerate(rb.steps, 1):

@@ -217,7 +217,38 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
             f"no engine progress for {p.stall_run} interval(s) with {_fmt(p.in_flight)} in flight"
             if p.stall_run else f"engine progress {_fmt(p.progress)} tokens/steps in the last interval"))
     stalled_tokens = p.stall_run >= (1 if prev == V.STALLED else t.stall_points)
-    stalled_deferred = p.deferred_run >= (1 if prev == V.STALLED else t.stall_points)
+    advancing = p.progress is not None and p.progress > 0
+    # a stall needs generation that does not advance: a deferred queue beside a generating engine
+    # is admission held elsewhere (the LoRA slots, a KV transfer), not a wedge
+    stalled_deferred = p.deferred_run >= (1 if prev == V.STALLED else t.stall_points) and not advancing
+    lora_full = False
+    if p.lora is not None:
+        mx, run_a, wait_a = p.lora
+        lora_full = mx is not None and len(run_a) >= mx and bool(wait_a)
+        c.add("lora", Evidence(
+            "lora_adapters", len(run_a), mx, ">=", lora_full,
+            f"LoRA adapter slots {len(run_a)}/{mx if mx is not None else '?'} busy"
+            f" ({', '.join(run_a[:6]) or 'none'}{' ...' if len(run_a) > 6 else ''})"
+            + (f", waiting for a slot: {', '.join(wait_a[:6])}{' ...' if len(wait_a) > 6 else ''}"
+               f" ({len(wait_a)} adapter(s))" if wait_a else "")))
+    lora_capped = (lora_full and advancing and p.wdef is not None and p.wdef >= t.waiting_min
+                   and p.deferred_run >= (1 if prev == V.LORA_CAPPED else t.stall_points))
+    # a queue that nothing runs, with KV empty: admission itself is stuck (a livelock); KV cannot
+    # be what holds it, and a scale-out would not drain it
+    stalled_idle = (p.idle_queue_run >= (1 if prev == V.STALLED else t.stall_points) and not advancing
+                    and p.kv is not None and p.kv < t.kv_low)
+    if p.idle_queue_run:
+        c.add("idle_queue", Evidence(
+            "idle_queue_run", p.idle_queue_run, t.stall_points, ">=", stalled_idle,
+            f"waiting {_fmt(p.waiting_total)} with nothing running for {p.idle_queue_run} scrape(s)"
+            f" ({kv_label} {_fmt(p.kv)}: the queue is not held by KV)"))
+    if p.rank is not None:
+        lo, hi = p.others_kv or (None, None)
+        # crossed: the other ranks all have room, so the pod's trouble is this rank's alone
+        c.add("rank", Evidence("dp_rank", p.rank, t.kv_room, "<", one_rank(p, t),
+                               f"{'dp_rank' if p.engine == 'sglang' else 'engine'} {p.rank} of {p.ranks} is the fullest:"
+                               f" {kv_label} {_fmt(p.kv)}, waiting {_fmt(p.waiting_total)}, running {_fmt(p.running)};"
+                               f" the other ranks {_fmt(lo)}..{_fmt(hi)}"))
 
     # -- running vs a cap ----------------------------------------------------------------------
     mns = p.m.max_num_seqs
@@ -233,7 +264,9 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
             # a cap holds `running` exactly; allow a request finishing between scheduler steps
             span = t.pinned_tolerance * p.running_hi
             tol = math.floor(span) if math.isfinite(span) else 0  # non-finite: never "pinned"
-            at_cap = math.isfinite(spread) and spread <= tol
+            # ... and never above it: running that peaked higher a moment ago is not held by a cap
+            below_peak = p.running_peak is not None and p.running_hi < p.running_peak - tol
+            at_cap = math.isfinite(spread) and spread <= tol and not below_peak
             c.add("pinned", Evidence(
                 "running_spread", spread, tol, "<=", at_cap,
                 f"running {_fmt(p.running_lo)}..{_fmt(p.running_hi)} over {p.running_n} scrapes"
@@ -258,13 +291,16 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     # compute-bound is entered above gpu_util_high_pct and left only below gpu_util_clear_pct:
     # utilisation samples swing with the batch, the verdict should not
     util_thr = t.gpu_util_clear_pct if prev == V.COMPUTE_BOUND else t.gpu_util_high_pct
-    util_high = util is not None and util >= util_thr
+    # judged over a window: one busy sample in a steady overload is not a compute-bound GPU
+    util_w = p.util_mean if p.util_mean is not None else util
+    util_high = util_w is not None and util_w >= util_thr
     if util is None and p.gpu is not None:
         c.add("util", missing("gpu_util_pct", "GPU util: not reported"))
     if util is not None:
         # both comparisons are kept; each verdict shows the one its case rests on
         c.add("util", cmp("gpu_util_pct", "GPU util", util, "<", t.gpu_util_low_pct, "%"))
-        c.add("util_high", cmp("gpu_util_pct", "GPU util", util, ">=", util_thr, "%"))
+        c.add("util_high", cmp("gpu_util_pct", "GPU util (median of 3 scrapes)", util_w, ">=",
+                               util_thr, "%"))
     e_cpu = c.add("cpu", cmp("cpu_cores", "API server CPU", p.cpu_cores, ">=", t.cpu_saturated_cores,
                              " cores"))
     cpu_sat = e_cpu.crossed
@@ -300,8 +336,10 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     calm = not kv_high and not preempting and not swapping
     if fault:
         v = V.NODE_FAULT
-    elif stalled_tokens or stalled_deferred:
+    elif stalled_tokens or stalled_deferred or stalled_idle:
         v = V.STALLED
+    elif lora_capped and not (kv_high and preempting):
+        v = V.LORA_CAPPED
     elif kv_high and (preempting or recently or swapping or (held_queue and not at_cap)):
         # a queue with KV full is KV pressure only while the cap is not what holds admission:
         # running pinned at max-num-seqs with nothing preempted is the cap's queue
@@ -314,8 +352,9 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         compute = calm and util_high and busy and (batch is None or batch_ok)
         # With a queue at the cap, the GPU is the limit only when saturated (raising the cap
         # cannot help then); below that, the cap is what holds the queue.
-        saturated = util is not None and (util >= t.gpu_util_saturated_pct or prev == V.COMPUTE_BOUND)
-        if compute and (not capped or saturated):
+        saturated = util_w is not None and (util_w >= t.gpu_util_saturated_pct or prev == V.COMPUTE_BOUND)
+        # a queue that persists outranks the GPU unless the GPU is saturated over the window
+        if compute and ((not capped and not held_queue) or saturated):
             v = V.COMPUTE_BOUND
         elif capped:
             v = V.CONCURRENCY_CAPPED
@@ -328,11 +367,12 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
 
 # The comparisons each verdict lists first (the rest follow as context).
 _ORDER = {
-    V.STALLED: ("progress", "wdef", "waiting", "pinned", "kv"),
-    V.KV_PRESSURE: ("kv", "preempt", "preempt_recent", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
+    V.STALLED: ("progress", "idle_queue", "wdef", "waiting", "pinned", "kv"),
+    V.LORA_CAPPED: ("lora", "wdef", "waiting", "progress", "pinned", "kv"),
+    V.KV_PRESSURE: ("rank", "kv", "preempt", "preempt_recent", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
     V.HOST_BOUND: ("cpu", "util", "idle", "gpu", "kv", "waiting", "batch"),
-    V.CONCURRENCY_CAPPED: ("wcap", "waiting", "pinned", "room", "kv", "preempt", "util"),
-    V.OVERLOADED: ("wcap", "waiting", "queue", "pinned", "room", "kv", "preempt", "util"),
+    V.CONCURRENCY_CAPPED: ("wcap", "waiting", "pinned", "room", "rank", "kv", "preempt", "util"),
+    V.OVERLOADED: ("wcap", "waiting", "queue", "pinned", "room", "rank", "kv", "preempt", "util"),
     V.COMPUTE_BOUND: ("util_high", "batch", "kv", "preempt", "gpu_mem"),
     V.HEALTHY: ("kv", "preempt", "waiting", "wcap", "util", "cpu"),
 }
@@ -365,8 +405,8 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
 
 # Verdicts whose conditions already demand persistence (a stall or a queue over several scrapes,
 # running pinned, two preemptions): they need no further sustain. node-fault is a hard signal.
-_FAST = frozenset({V.NODE_FAULT, V.STALLED, V.CONCURRENCY_CAPPED, V.KV_PRESSURE, V.OVERLOADED})
-_TAIL = 8  # points kept for short-window signals
+_FAST = frozenset({V.NODE_FAULT, V.STALLED, V.CONCURRENCY_CAPPED, V.KV_PRESSURE, V.OVERLOADED, V.LORA_CAPPED})
+_TAIL = 24  # points kept for short-window signals (SGLang's retraction window: 30 s at 2 s scrapes)
 # What a tail point older than the newest holds as its metrics: only the newest point's are read
 # (evidence), and the history keeps its own newest few as objects (~1 KB each otherwise).
 _NO_METRICS = ReplicaMetrics()
@@ -388,6 +428,8 @@ class _Tracker:
     cand_since: float | None = None
     cand_n: int = 0
     last: tuple[str, list[Evidence], list[str]] | None = None  # raw classification of the last point
+    # scrapes since the state last came back to healthy from a queue verdict (None: it has not)
+    calm_n: int | None = None
 
     def advance(self, scrape: Scrape, point_tuple: Any) -> None:
         ts, m = point_tuple
@@ -400,6 +442,7 @@ class _Tracker:
             # describe another process; judge afresh
             self.tail.clear()
             self.n, self.state, self.since, self.cand, self.cand_n = 0, V.UNKNOWN, None, None, 0
+            self.calm_n = None
         p = make_point(scrape, m, list(self.tail), self.t)
         if self.tail and self.tail[-1].m is not _NO_METRICS:  # (empty after an outage)
             self.tail[-1] = replace(self.tail[-1], m=_NO_METRICS)
@@ -420,10 +463,27 @@ class _Tracker:
             self.cand_n += 1
         else:
             self.cand, self.cand_since, self.cand_n = v, ts, 1
-        need = 1 if (self.state == V.UNKNOWN or v in _FAST) else self.t.sustain_points
+        need = _need(self.state, v, self.t, self.calm_n)
+        if self.calm_n is not None:
+            self.calm_n += 1
         if self.cand_n >= need:
+            self.calm_n = 0 if (v == V.HEALTHY and self.state in _QUEUED) else self.calm_n
             self.state, self.since = v, self.cand_since
             self.cand, self.cand_n = None, 0
+
+
+_QUEUED = frozenset({V.OVERLOADED, V.CONCURRENCY_CAPPED, V.LORA_CAPPED})
+
+
+def _need(state: str, v: str, t: Thresholds, calm_n: int | None = None) -> int:
+    """Scrapes verdict `v` must hold to replace `state`: a fast verdict enters at once from
+    healthy or below it; a step down to a milder verdict waits `sustain_points`, and so does a
+    queue verdict shortly (`room_points` scrapes) after a queue verdict ended, so a replica on a
+    boundary between two verdicts (a pool filling with queue blips) does not flap between them."""
+    up = state == V.HEALTHY or V.SEVERITY.get(v, 99) < V.SEVERITY.get(state, 99)
+    if state == V.HEALTHY and v in _QUEUED and calm_n is not None and calm_n < 2 * t.room_points:
+        return t.sustain_points
+    return 1 if (state == V.UNKNOWN or (v in _FAST and up)) else t.sustain_points
 
 
 def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
@@ -509,6 +569,34 @@ def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Find
         # held by hysteresis: show the held verdict's case as it stands now, and what is pending
         ev, miss = evidence_for(state, point, t)
         pend = Evidence("pending", v, t.sustain_points, "info", False,
-                        f"pending: {v} ({cand_n}/{1 if v in _FAST else t.sustain_points} scrapes)")
+                        f"pending: {v} ({cand_n}/{_need(state, v, t, tr.calm_n)} scrapes)")
         ev = [*ev, pend]
-    return Finding(state, tuple(ev), since, tuple(miss), summary=SUMMARY.get(state, state))
+    return Finding(state, tuple(ev), since, tuple(miss), summary=summary_for(state, point, t, ev))
+
+
+def rank_bound(finding: Finding) -> bool:
+    """The finding's case is one data-parallel rank's (the other ranks have room): remedies act
+    on the ranks (rebalance), never on the replica count."""
+    return finding.verdict in (V.KV_PRESSURE, V.OVERLOADED, V.CONCURRENCY_CAPPED) and any(
+        e.signal == "dp_rank" and e.crossed for e in finding.evidence)
+
+
+def one_rank(p: Point, t: Thresholds) -> bool:
+    """A data-parallel pod whose fullest rank is the only one short of room."""
+    return p.rank is not None and p.others_kv is not None and p.others_kv[1] < t.kv_room
+
+
+def summary_for(state: str, p: Point | None, t: Thresholds, ev=()) -> str:
+    """The one-line advice, where the case at `p` changes it: one full data-parallel rank is a
+    rank's problem (the other ranks have room: scaling out does not help it); a queue with KV
+    room and no cap holding it is not "no room to raise the cap"."""
+    if p is not None and state in (V.KV_PRESSURE, V.OVERLOADED, V.CONCURRENCY_CAPPED) and one_rank(p, t):
+        who = "dp_rank" if p.engine == engines.SGLANG.name else "engine"
+        lo, hi = p.others_kv
+        return (f"one data-parallel rank is full ({who} {p.rank} of {p.ranks}, KV {_fmt(p.kv)}; the others "
+                f"{_fmt(lo)}..{_fmt(hi)}): rebalance across ranks (the DP load-balance method, prefix or session "
+                f"affinity pinning one rank); do not scale out")
+    if state == V.OVERLOADED and any(e.signal == "kv_peak" and e.crossed for e in ev):
+        return ("a queue persists though KV has room and running is not pinned at a cap: admission is limited "
+                "elsewhere (prefill token budget, long prompts); scale out if it does not drain")
+    return SUMMARY.get(state, state)

@@ -25,7 +25,7 @@ from ..model import AtLeast, Evidence, Finding, seconds_text
 from ..textsafe import clean
 from .. import verdicts as V
 from .capacity import CapacityPlan
-from .rules import diagnose, info, missing, node_fault_evidence
+from .rules import diagnose, info, missing, node_fault_evidence, rank_bound
 from . import gmu_policy
 from .scaleout import ScaleOut
 from .thresholds import Thresholds
@@ -431,10 +431,15 @@ def runbook(
     # A queue that persists with no room to raise the cap (typically right after the cap step:
     # preemptions gone, the cap now holds admission) is the runbook's "still pressured": scale out.
     overloaded = finding.verdict == V.OVERLOADED
-    scale_now = (still_after_head or overloaded) and not d_scale
+    # one full data-parallel rank beside ranks with room: more replicas do not help that rank
+    one_rank = rank_bound(finding)
+    scale_now = (still_after_head or overloaded) and not d_scale and not one_rank
     scale_label = f"scale out to {scale.replicas}" if scale is not None and scale_now else "scale out"
     if d_scale:
         scale_answer = "scaled out"
+    elif one_rank:
+        scale_answer = ("one data-parallel rank is full while the others have room: rebalance the ranks "
+                        "(DP load-balance method, prefix / session affinity); scaling out does not help it")
     elif overloaded:
         scale_answer = ("the cap holds admission and KV has no room to raise it: the queue persists, "
                         + (f"scale out to {scale.replicas} replicas (now {scale.replicas_now})"
@@ -457,6 +462,8 @@ def runbook(
 
     if branch:
         current = {"divert": "node", "oom": "oom", "rollback": "deploy"}[branch]
+    elif one_rank and not d_scale:
+        branch, current = "rebalance", ("cap" if pressured and not d_cap else "verify")
     elif overloaded and not d_scale:
         branch, current = "scale", "scale"
     elif pressured:

@@ -58,6 +58,10 @@ class Thresholds:
     min_points: int = 2  # successful scrapes needed before any verdict but down/unknown
     sustain_points: int = 2  # scrapes a new verdict must hold before it replaces the current one
     recent_points: int = 3  # scrape intervals a kv-pressure replica must be preemption-free to leave
+    # SGLang retracts, then tightens admission (its new-token ratio): under KV pressure its
+    # retractions come every 10-20 s, so its preemption window spans at least this long
+    retract_window_s: float = 30.0
+    kv_idle: float = 0.25  # fleet imbalance: a replica below this KV with no queue is idle
     # -- triage / runbook / capacity ---------------------------------------------------------
     shape_shift_ratio: float = 2.0  # p95 prompt / max_tokens this many times the baseline = shift
     latency_recovered_ratio: float = 1.5  # TTFT/TPOT p95 within this factor of baseline = back

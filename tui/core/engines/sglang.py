@@ -143,9 +143,21 @@ def to_sample(page: Page) -> Sample:
         engine="sglang",
         model_name=model_name,
         cache_config=cache_config,
-        process_cpu_seconds=_unlabelled(page, PROCESS_CPU),
+        process_cpu_seconds=_api_cpu(page),
         extra={n: x for n in EXTRA if (x := _unlabelled(page, n)) is not None},
     )
+
+
+def _api_cpu(page: Page) -> float | None:
+    """The API server's CPU seconds: the unlabelled series, or SGLang's own per-process series
+    for the tokenizer manager (`component="tokenizer"`), the process that serves HTTP."""
+    v = _unlabelled(page, PROCESS_CPU)
+    if v is not None:
+        return v
+    for labels, x in page.get(PROCESS_CPU):
+        if labels.get("component") == "tokenizer" and x == x:
+            return x
+    return None
 
 
 def parse_page(text: str) -> Sample:

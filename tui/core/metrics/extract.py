@@ -11,6 +11,7 @@ from typing import Any, Iterable
 
 from ..model import EngineSample, GpuDevice, GpuSample, Histogram, Sample
 from . import names
+from .lora import LORA_INFO, lora_info
 from .parser import Labels, Page, SampleRow, histogram_series, parse
 
 # Unlabelled process series kept in Sample.extra (restart detection, API-server memory).
@@ -60,6 +61,7 @@ VLLM_WANTED: frozenset[str] = frozenset(
     | set(EXTRA)
     | V1_MARKERS
     | V0_MARKERS
+    | {LORA_INFO}
 )
 DCGM_WANTED: frozenset[str] = frozenset(names.DCGM)
 
@@ -190,6 +192,7 @@ def to_sample(page: Page) -> Sample:
         process_cpu_seconds=cpu,
         extra=extra,
         warnings=tuple(warnings),
+        lora=lora_info(page),
     )
 
 

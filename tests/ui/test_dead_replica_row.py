@@ -40,3 +40,17 @@ async def test_a_dead_replica_row_is_stale_with_its_age_then_blank():
             row = _row(app, LONG)
             assert "down" in row and "healthy" not in row, (size, row)
             assert "35%" not in row and " 40" not in row, (size, row)  # the last KV / running, no longer shown
+
+
+async def test_the_detail_of_a_dead_replica_says_how_old_its_values_are():
+    from tui.screens.detail import DetailScreen
+
+    app, src = await _dying((160, 45))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 4)
+        src.profiles[LONG] = "down"
+        await prime(pilot, 4)  # down
+        await app.push_screen(DetailScreen(LONG))
+        await pilot.pause()
+        text = str(app.screen.query_one("#evidence").render())
+        assert "down" in text and "values of the last good scrape, 20s ago" in text, text

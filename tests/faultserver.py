@@ -372,6 +372,9 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
     async def counter_reset(req, w):
         await _send(w, counter_page(req.n))
 
+    async def progressing(req, w):  # a healthy server at work: its counters grow every scrape
+        await _send(w, small_page(n=100 * (req.n + 1)))
+
     async def flapping(req, w):
         if req.n % 2:
             await _send(w, "flap\n", 503, "text/plain")
@@ -420,6 +423,7 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
         "duplicate": static(duplicate_page),
         "escapes": static(escapes_page),
         "flapping": flapping,
+        "progressing": progressing,
         "engines": static(lambda: engines_page(opts.get("n", 90_000))),
         "long_model": static(lambda: healthy_page(model="m" * opts.get("length", 5000))),
         "hang_after": hang_after,
@@ -446,7 +450,7 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
 
 MODES = ("healthy", "hang", "reset", "http500", "redirect_loop", "html", "slowloris", "huge", "gzip_bomb",
          "invalid_utf8", "many_series", "nan_inf", "counter_reset", "duplicate", "escapes", "flapping",
-         "engines", "long_model", "hang_after", "prometheus", "gzip_truncated", "close_cut", "short_length",
+         "progressing", "engines", "long_model", "hang_after", "prometheus", "gzip_truncated", "close_cut", "short_length",
          "chunked_gzip_huge", "rate_limited", "continue_first", "protobuf", "long_first_line", "after_eof",
          "engine_flip", "counter_stepback", "out_of_range", "slow", "small")
 

@@ -22,7 +22,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from tui.core import engines
-from tui.core.model import STALE, ReplicaView
+from tui.core.model import DOWN, STALE, ReplicaMetrics, ReplicaView
 from tui.core.textsafe import clean
 from tui.core.verdicts import KV_PRESSURE
 
@@ -123,6 +123,14 @@ def restarts_cell(v: ReplicaView) -> tuple[str, bool]:
     oom = reason == "OOMKilled" or pod.last_exit_code == 137
     tag = "OOM" if reason == "OOMKilled" else (str(pod.last_exit_code) if pod.last_exit_code else clean(reason)[:4])
     return (f"{pod.restarts} {tag}".strip() if pod.restarts else "0"), oom
+
+
+def _tagged(name: str, tag: str, width: int) -> str:
+    """`name` + `tag` in `width`: the name gives way, never the tag."""
+    if len(name) + len(tag) <= width or not tag:
+        return name + tag
+    keep = max(1, width - len(tag) - 1)
+    return name[:keep] + "…" + tag
 
 
 def kv_bar(v: float | None, width: int) -> str:
@@ -331,7 +339,8 @@ class FleetTable(DataTable):
 
     def _row(self, v: ReplicaView) -> tuple[Text, ...]:
         pal = self._palette()
-        m = v.metrics
+        # a down replica's last values are history (the detail screen has them): not shown as live
+        m = ReplicaMetrics() if v.state == DOWN else v.metrics
         verdict_col = pal.get(colour_var(v.verdict), "white")
         pressured = v.verdict == KV_PRESSURE
         row_bg = pal.get("pressure-row-bg") if pressured else None
@@ -362,8 +371,7 @@ class FleetTable(DataTable):
         for c in self._cols:
             k, w = c.key, c.width - 1
             if k == "name":
-                name = clean(v.name) + (" (stale)" if v.state == STALE else "")
-                out.append(cell(name, right=False))  # Text() is literal: no markup injection
+                out.append(cell(_tagged(clean(v.name), self._stale_tag(v), w), right=False))  # Text() is literal
             elif k == "verdict":
                 out.append(cell(label(v.verdict, ascii=self.ascii), style=f"bold {verdict_col}", right=False))
             elif k == "kv":
@@ -397,6 +405,13 @@ class FleetTable(DataTable):
             else:
                 out.append(cell(""))
         return tuple(out)
+
+    def _stale_tag(self, v: ReplicaView) -> str:
+        """" (stale 8s)": the row's values are its last good scrape's, this old."""
+        if v.state != STALE:
+            return ""
+        age = self.now - v.last_ok_ts if self.now is not None and v.last_ok_ts is not None else None
+        return f" (stale {age_text(age)})" if age is not None else " (stale)"
 
     def _spark_cell(self, v: ReplicaView, key: str, width: int, pal: Mapping[str, str], base: str) -> Text:
         s = v.series

@@ -108,7 +108,7 @@ class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "points", "windows", "last_ok", "first_error_ts", "last_error", "_kept_ts", "diagnosis",
-                 "_recent", "_run", "_spark")
+                 "_recent", "_run", "_spark", "recovered")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
@@ -134,6 +134,9 @@ class ReplicaHistory:
         # per window value: (last value seen, its running reset-adjusted sum, None values seen)
         # (a list of lists, not a tuple: the replay controller's clone copies lists, shares tuples)
         self._run: list[list[Any]] = [[None] * _NVALS, [0.0] * _NVALS, [0] * _NVALS]
+        # the times of good scrapes that ended a run of failed ones: what tells an outage from a
+        # gap in kvwatch's own refreshes (a `ctrl+r`, a late refresh), which must not cost a verdict
+        self.recovered: deque[float] = deque(maxlen=64)
 
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:
@@ -145,6 +148,8 @@ class ReplicaHistory:
                 self._run = [[None] * _NVALS, [0.0] * _NVALS, [0] * _NVALS]
             if scrape.raw is not None:  # the page text was for the recorder; history keeps the parse
                 scrape = replace(scrape, raw=None)
+            if self.first_error_ts is not None and self.last_ok is not None:
+                self.recovered.append(scrape.ts)
             self.last_ok = scrape
             self.first_error_ts = None
             self.last_error = None
@@ -216,6 +221,13 @@ class ReplicaHistory:
         self.points.drop_hists(now - max(w.quantile_s, w.rate_s) - 5.0, keep)
 
     # -- state ------------------------------------------------------------------
+    def after_failures(self, ts: float) -> bool:
+        """Whether the good scrape at `ts` came after failed ones."""
+        for at in reversed(self.recovered):
+            if at <= ts:
+                return at == ts
+        return False
+
     def state(self, now: float) -> str:
         if self.last_error is None:
             return OK if self.last_ok is not None else DOWN

@@ -16,10 +16,10 @@ from .finite import finite_scrape
 from .diagnosis.alarm import FleetAlarms
 from .diagnosis.imbalance import FleetImbalance
 from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
-from .model import DOWN, OK, STALE, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
+from .model import DOWN, OK, STALE, Evidence, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .retry import StartRetry
 from .sources.base import Source
-from .verdicts import SEVERITY
+from .verdicts import HEALTHY, SEVERITY, UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,8 @@ class Monitor:
         finding = diagnose(h, now, self.thresholds)
         if finding.since is None:  # nothing judged up to `now` yet
             finding = replace(finding, since=now)
+        if finding.verdict == HEALTHY and h.last_error is not None:
+            finding = _unanswered(h, now)
         last = self._latest.get(name)
         ok = h.last_ok
         sample = ok.sample if ok else None
@@ -231,3 +233,15 @@ class Monitor:
             invalid=dict(self._invalid.get(name, {})),
             warnings=sample.warnings if sample else (),
         )
+
+
+def _unanswered(h: ReplicaHistory, now: float) -> Finding:
+    """A replica whose last scrape failed is never healthy: its last good values say how it was,
+    not how it is (a problem verdict stands, marked stale: it is the one to act on)."""
+    err = h.last_error.error if h.last_error is not None else "no answer"
+    since = h.first_error_ts if h.first_error_ts is not None else now
+    ok_ts = h.last_ok.ts if h.last_ok is not None else None
+    age = f"healthy {max(0.0, now - ok_ts):.0f} s ago, at its last good scrape" if ok_ts is not None else "never judged"
+    text = f"last scrape failed: {err} ({age})"
+    return Finding(UNKNOWN, (Evidence("scrape", err, None, "info", True, text),), since=since,
+                   summary=f"no answer: {err} ({age})")

@@ -75,13 +75,17 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
         t.append(f"invalid {clean(sig, LABEL_MAX)}: {clean(why, LABEL_MAX * 2)}\n", style="bold")
     if v.finding.missing:
         t.append("missing: " + ", ".join(v.finding.missing) + "\n", style="dim italic")
+    dim = ""
+    if v.state != "ok" and v.last_ok_ts is not None:  # not live: say how old, and dim them
+        t.append(f"values of the last good scrape, {ago(now - v.last_ok_ts)} ago:\n", style="bold")
+        dim = "dim"
     t.append(
         f"KV {pct(m.kv_usage, 100)}  waiting {num(m.waiting)}  running {num(m.running)}  "
         f"batch p95 {num(m.batch_p95)}  preempt {rate(m.preemptions_per_s)}/s  "
         f"GPU mem {pct(m.gpu_memory_pct)} util {pct(m.gpu_util_pct)}  CPU {num(m.cpu_cores, 2)} cores\n"
         f"TTFT p50/p95/p99 {secs(m.ttft_p50_s)}/{secs(m.ttft_p95_s)}/{secs(m.ttft_p99_s)}  "
         f"ITL p95 {secs(m.itl_p95_s)}  e2e p95 {secs(m.e2e_p95_s)}  queue p95 {secs(m.queue_p95_s)}  "
-        f"gen {num(m.gen_tokens_per_s)} tok/s  prompt p95 {num(m.prompt_len_p95)} tok"
+        f"gen {num(m.gen_tokens_per_s)} tok/s  prompt p95 {num(m.prompt_len_p95)} tok", style=dim
     )
     if len(v.engines) > 1:
         t.append("\nengines: ")

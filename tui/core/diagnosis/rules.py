@@ -417,7 +417,7 @@ class _Tracker:
     """The verdict state machine of one replica, advanced one successful scrape at a time."""
 
     t: Thresholds
-    gap_s: float = 15.0  # a gap this long (and 3 scrape intervals) between successful scrapes
+    gap_s: float = 15.0  # failed scrapes over a gap this long (and 3 scrape intervals) between good ones
     # is an outage: the verdict starts afresh
     tail: deque[Any] = field(default_factory=lambda: deque(maxlen=_TAIL))
     last_point: tuple[float, ReplicaMetrics] | None = None  # the history's (ts, metrics) tuple last consumed (by identity)
@@ -431,15 +431,19 @@ class _Tracker:
     # scrapes since the state last came back to healthy from a queue verdict (None: it has not)
     calm_n: int | None = None
 
-    def advance(self, scrape: Scrape, point_tuple: Any) -> None:
+    def advance(self, scrape: Scrape, point_tuple: Any, after_failures: bool = False) -> None:
         ts, m = point_tuple
         prev = self.tail[-1] if self.tail else None
         if prev is not None and ts <= prev.ts:
             self.last_point = point_tuple  # a repeated sample (same scrape time): nothing new
             return
-        if prev is not None and prev.dt and ts - prev.ts >= max(self.gap_s, 3 * prev.dt):
-            # back after an outage (often a restarted server): the old verdict and its `since`
-            # describe another process; judge afresh
+        # the usual interval: the longest of the recent ones (a refresh soon after another,
+        # `ctrl+r`, must not make the next timed one look like an outage)
+        cadence = max((p.dt for p in self.tail if p.dt), default=None)
+        if after_failures and prev is not None and cadence and ts - prev.ts >= max(self.gap_s, 3 * cadence):
+            # back after an outage (failed scrapes, often a restarted server): the old verdict
+            # and its `since` describe another process; judge afresh. A gap in kvwatch's own
+            # refreshes with no failed scrape is no outage: the verdict carries on.
             self.tail.clear()
             self.n, self.state, self.since, self.cand, self.cand_n = 0, V.UNKNOWN, None, None, 0
             self.calm_n = None
@@ -517,7 +521,7 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     for i in range(start, len(pts)):
         if pts[i][0] > now:
             break
-        tr.advance(scr[i], pts[i])
+        tr.advance(scr[i], pts[i], h.after_failures(pts[i][0]))
     h.diagnosis = tr
     return tr
 
@@ -543,7 +547,7 @@ def _replay(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     for s, pt in zip(h.scrapes, h.points, strict=False):
         if pt[0] > now:
             break
-        tr.advance(s, pt)
+        tr.advance(s, pt, h.after_failures(pt[0]))
     return tr
 
 

@@ -181,12 +181,17 @@ class KvwatchApp(App):
         self.set_class(self.ascii, "-ascii")
         for t in THEMES.values():
             self.register_theme(t)
-        if self._theme_name not in self.available_themes:
+        if self._theme_name not in THEMES:
             why = f"unknown theme {self._theme_name!r} (known: {', '.join(THEMES)}); using {DEFAULT_THEME}"
             where = getattr(self, "_theme_key", ("theme",))
             self.notices.append(f"--theme: {why}" if self._cli_theme else str(self.config.problem(where, why)))
             self._theme_name = DEFAULT_THEME
         self.theme = self._theme_name
+        # Only kvwatch's themes are offered (palette, ctrl+t, --theme, config): the screens read
+        # `$verdict-*` colours and parse theme colours, which Textual's stock themes (e.g.
+        # ansi-dark's `ansi_green`) do not provide in a form every widget can draw.
+        for stock in [n for n in self.available_themes if n not in THEMES]:
+            self.unregister_theme(stock)
         self._apply_keymap()
         self.screen_change_signal.subscribe(self, self._show_missed)
         from .screens.fleet import FleetScreen

@@ -148,7 +148,7 @@ def run_case(srv: ThreadedFaultServer, mode: str, opts: dict, seconds: float, ti
     gaps = []
     for u in healthy:
         at = [r.at for r in next(ep.requests for ep in srv.fs.endpoints if ep.url == u)]
-        gaps.extend(b - a for a, b in zip(at[1:], at[2:]))  # past the first (start-up) refresh
+        gaps.extend(b - a for a, b in zip(at[1:], at[2:], strict=False))  # past the first (start-up) refresh
     return {
         "interval": statistics.median(gaps) if gaps else None,
         "interval_max": max(gaps) if gaps else None,

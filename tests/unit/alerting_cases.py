@@ -189,16 +189,18 @@ def _pod(series: list[dict]) -> str:
     return re.search(r'pod="([^"]+)"', series[-1]["series"]).group(1)
 
 
-def write(directory: str) -> str:
-    """Write rules.yml and kvwatch_test.yml into `directory`; the test file's path."""
-    groups = build_groups(o=RuleOptions(scrape_interval_s=INTERVAL))
+def write(directory: str, options: RuleOptions | None = None, only: dict | None = None) -> str:
+    """Write rules.yml and kvwatch_test.yml into `directory`; the test file's path. `only`: these
+    cases (name -> (series, alerts)) instead of the whole set."""
+    groups = build_groups(o=options or RuleOptions(scrape_interval_s=INTERVAL))
     with open(os.path.join(directory, "rules.yml"), "w", encoding="utf-8") as fh:
         fh.write(render(groups))
     rules = {r["alert"]: r for g in groups for r in g["rules"] if "alert" in r}
     names = [a for a, *_ in ALERTS]
     tests = []
-    cases = [(name, series, EVAL, fire) for name, (series, fire) in CASES.items()]
-    cases.append(("fleet alarm: a queue 50x its baseline", ALARM[0], ALARM[1], ALARM[2]))
+    cases = [(name, series, EVAL, fire) for name, (series, fire) in (only or CASES).items()]
+    if only is None:
+        cases.append(("fleet alarm: a queue 50x its baseline", ALARM[0], ALARM[1], ALARM[2]))
     for name, series, at, fire in cases:
         pod = _pod(series)
         checks = []

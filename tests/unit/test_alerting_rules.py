@@ -154,3 +154,28 @@ def test_alerts_agree_with_the_verdict_timeline_on_suite_traces():
     for v in ("kv-pressure", "concurrency-capped", "stalled", "node-fault"):
         both, either = agree[v]
         assert either and both / either >= (0.95 if v == "kv-pressure" else 0.9), (v, both, either)
+
+
+@promtool
+def test_gpu_by_maps_the_dcgm_exporters_labels_onto_the_replica(tmp_path):
+    """Scraped by the Operator, the DCGM exporter's pod labels arrive as exported_namespace /
+    exported_pod (its own target is namespace/pod): --gpu-by carries them over to the replica."""
+    from tests.unit.alerting_cases import NS, _s, vllm_v1
+
+    exporter = {"namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-x7k2p"}
+
+    def dcgm(name: str, value) -> dict:
+        s = _s(name, "thermal", value, gpu="0")
+        s["series"] = s["series"].replace(f'namespace="{NS}",pod="thermal"',
+                                          f'exported_namespace="{NS}",exported_pod="thermal",'
+                                          f'namespace="{exporter["namespace"]}",pod="{exporter["pod"]}"')
+        return s
+
+    series = [dcgm("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", 64), dcgm("DCGM_FI_DEV_GPU_UTIL", 99),
+              *vllm_v1("thermal", 0.5, 0, [8, 9] * 10 + [8])]
+    path = alerting_cases.write(str(tmp_path), RuleOptions(scrape_interval_s=30,
+                                                           gpu_by=("exported_namespace", "exported_pod")),
+                                {"node-fault through exported labels": (series,
+                                                                        {"KVWatchNodeFault": (1, {"fault": "throttle"})})})
+    res = _promtool("test", "rules", path)
+    assert res.returncode == 0, (res.stdout + res.stderr)[-3000:]

@@ -291,7 +291,7 @@ def _alerts(q: _Q, t: Thresholds, w: Windows) -> list[dict]:
             "the replica's metrics endpoint has not answered for " + duration(w.stale_s)
             + "; kvwatch shows it as down."),
         V.NODE_FAULT: (
-            f"{P}gpu_fault", duration(0),
+            f"max by ({by}, fault) ({P}gpu_fault)", duration(0),
             "GPU fault: {{ $labels.fault }} {{ $value }} (XID code / ECC errors / bad throttle reasons); "
             + advice[V.NODE_FAULT],
             "A GPU of this replica reports {{ $labels.fault }} (value {{ $value }}): XID errors, "

@@ -58,15 +58,19 @@ class Browser:
              "--disable-sync", "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
              f"--user-data-dir={self._dir.name}", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        url = await asyncio.to_thread(self._devtools_url)
-        self._http = aiohttp.ClientSession()
-        self._ws = await self._http.ws_connect(url, max_msg_size=0)
-        self._reader = asyncio.create_task(self._read())
-        target = (await self.send("Target.createTarget", {"url": "about:blank"}, session=False))["targetId"]
-        self._session = (await self.send("Target.attachToTarget", {"targetId": target, "flatten": True},
-                                         session=False))["sessionId"]
-        for domain in ("Page", "Network", "Runtime", "Log"):
-            await self.send(f"{domain}.enable")
+        try:
+            url = await asyncio.wait_for(asyncio.to_thread(self._devtools_url), 60)
+            self._http = aiohttp.ClientSession()
+            self._ws = await self._http.ws_connect(url, max_msg_size=0)
+            self._reader = asyncio.create_task(self._read())
+            target = (await self.send("Target.createTarget", {"url": "about:blank"}, session=False))["targetId"]
+            self._session = (await self.send("Target.attachToTarget", {"targetId": target, "flatten": True},
+                                             session=False))["sessionId"]
+            for domain in ("Page", "Network", "Runtime", "Log"):
+                await self.send(f"{domain}.enable")
+        except BaseException:
+            await self.__aexit__(None, None, None)  # never leave a browser behind
+            raise
         return self
 
     def _devtools_url(self) -> str:

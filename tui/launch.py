@@ -179,7 +179,7 @@ class RecordTap:
         self.recorder.write(scrapes)
         if self.recorder.error and not self._told:
             self._told = True
-            if self.on_stop is not None:
+            if self.on_stop is not None and self.error is not None:
                 self.on_stop(self.error)
 
 

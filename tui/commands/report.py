@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"kvwatch report: {clean(args.file)}: cannot read: {e.strerror or e}", file=sys.stderr)
         return 2
-    for prob in report.problems:
-        print(f"kvwatch report: {clean(prob)}", file=sys.stderr)
+    for problem in report.problems:
+        print(f"kvwatch report: {clean(problem)}", file=sys.stderr)
     if not report.replicas:
         print(f"kvwatch report: {clean(args.file)}: no scrape records in the window", file=sys.stderr)
         return 2

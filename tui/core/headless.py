@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 import time
-from typing import Callable, TextIO
+from typing import Any, Callable, TextIO
 
 from .export import fleet_json
 from .model import OK
@@ -18,7 +18,7 @@ NO_ENDPOINT_EXIT = 3
 
 
 async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO = sys.stdout,
-                   backfill_s: float | None = None, extra: Callable[[], dict] | None = None) -> int:
+                   backfill_s: float | None = None, extra: Callable[[], dict[str, Any]] | None = None) -> int:
     """One line per refresh until `duration` ends. A failing source (at start too: Prometheus
     down, redirecting, answering 500) is a line `{"error": ...}` and is retried, with backoff.
     Exit status: 0 when the source answered at least once, 1 when it never did."""

@@ -18,6 +18,8 @@ the windows give, max-num-seqs (a cap is recognised by `running` pinned flat), a
 
 from __future__ import annotations
 
+from typing import Any
+
 import math
 import re
 from dataclasses import dataclass, field
@@ -166,7 +168,7 @@ class _Q:
         return expr
 
 
-def _recording(q: _Q, w: Windows) -> list[dict]:
+def _recording(q: _Q, w: Windows) -> list[dict[str, Any]]:
     t, by, on = q.t, q.by, q.on
     r = []
 
@@ -269,14 +271,14 @@ def _recording(q: _Q, w: Windows) -> list[dict]:
     return r
 
 
-def _annotations(q: _Q, verdict: str, alert: str, section: str, summary: str, description: str) -> dict:
+def _annotations(q: _Q, verdict: str, alert: str, section: str, summary: str, description: str) -> dict[str, Any]:
     o = q.o
     url = o.runbook_urls.get(verdict) or o.runbook_urls.get(alert) or f"{o.runbook_base.rstrip('/')}/{section}"
     who = " ".join(f"{lab}={{{{ $labels.{lab} }}}}" for lab in o.by)
     return {"summary": f"{who}: {summary}", "description": description, "runbook_url": url}
 
 
-def _alerts(q: _Q, t: Thresholds, w: Windows) -> list[dict]:
+def _alerts(q: _Q, t: Thresholds, w: Windows) -> list[dict[str, Any]]:
     o, by, on = q.o, q.by, q.on
     sustain = o.for_s if o.for_s is not None else max(t.sustain_points - 1, 0) * q.iv
     advice = V.SUMMARY
@@ -332,7 +334,7 @@ def _alerts(q: _Q, t: Thresholds, w: Windows) -> list[dict]:
     }
     for alert, verdict, severity, section in ALERTS:
         expr, for_, summary, description = exprs[verdict]
-        rule = {"alert": alert, "expr": expr}
+        rule: dict[str, Any] = {"alert": alert, "expr": expr}
         if for_ != "0s":
             rule["for"] = for_
         rule["labels"] = {"severity": severity, "verdict": verdict}
@@ -342,7 +344,7 @@ def _alerts(q: _Q, t: Thresholds, w: Windows) -> list[dict]:
 
 
 def build_groups(t: Thresholds | None = None, w: Windows | None = None,
-                 o: RuleOptions | None = None) -> list[dict]:
+                 o: RuleOptions | None = None) -> list[dict[str, Any]]:
     """The rule groups (as the `groups:` list of a rule file); ValueError on nonsensical input."""
     t, w, o = t or Thresholds(), w or Windows(), o or RuleOptions()
     validate(t, w, o)

@@ -19,7 +19,7 @@ CHECK_ID = "alert-rules"
 TITLE = "KV-pressure alerting rules"
 HOW = "install them: kvwatch rules --format prometheusrule -n NS --labels release=... | kubectl apply -f -"
 
-def rules_installed(items: list[dict]) -> list[str]:
+def rules_installed(items: list[dict[str, Any]]) -> list[str]:
     """namespace/name of each PrometheusRule that alerts on kvwatch's kv-pressure verdict."""
     out = []
     for item in items:

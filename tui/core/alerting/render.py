@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 
 import yaml
@@ -14,7 +16,7 @@ _LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(yaml.SafeDumper):  # type: ignore[misc]  # PyYAML ships no types here
     """Block style; long PromQL stays on one line (no folding inside an expression)."""
 
 
@@ -38,16 +40,16 @@ def parse_labels(items: list[str]) -> dict[str, str]:
     return out
 
 
-def render(groups: list[dict], fmt: str = "rules", name: str = "kvwatch", namespace: str | None = None,
+def render(groups: list[dict[str, Any]], fmt: str = "rules", name: str = "kvwatch", namespace: str | None = None,
            labels: dict[str, str] | None = None, header: str = "") -> str:
     if fmt == "rules":
-        doc: dict = {"groups": groups}
+        doc: dict[str, Any] = {"groups": groups}
     elif fmt == "prometheusrule":
         if not _DNS.match(name) or len(name) > 253:
             raise ValueError(f"--name {name!r}: not a Kubernetes object name")
         if namespace is not None and (not _DNS.match(namespace) or "." in namespace or len(namespace) > 63):
             raise ValueError(f"--namespace {namespace!r}: not a Kubernetes namespace name")
-        meta: dict = {"name": name}
+        meta: dict[str, Any] = {"name": name}
         if namespace:
             meta["namespace"] = namespace
         meta["labels"] = {"app.kubernetes.io/name": "kvwatch", **(labels or {})}
@@ -55,5 +57,5 @@ def render(groups: list[dict], fmt: str = "rules", name: str = "kvwatch", namesp
                "spec": {"groups": groups}}
     else:
         raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
-    body = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=1 << 16, allow_unicode=False)
+    body: str = yaml.dump(doc, Dumper=_Dumper, sort_keys=False, width=1 << 16, allow_unicode=False)
     return header + body

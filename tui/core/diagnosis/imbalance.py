@@ -11,6 +11,8 @@ many without; a group whose replicas are all busy or all idle never raises it.
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 from .. import verdicts as V
@@ -34,12 +36,12 @@ class Imbalance:
     hot: tuple[str, ...]
     idle: tuple[str, ...]
     replicas: int  # judged replicas in the group
-    spread: dict  # kv / queue / running: {"hot": (lo, hi), "idle": (lo, hi)}
+    spread: dict[str, Any]  # kv / queue / running: {"hot": (lo, hi), "idle": (lo, hi)}
     since: float
     text: str
     remedy: str = REMEDY
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"group": self.group, "hot": list(self.hot), "idle": list(self.idle), "replicas": self.replicas,
                 "spread": self.spread, "since": self.since, "text": self.text, "remedy": self.remedy}
 
@@ -51,7 +53,7 @@ def _fmt_range(r: tuple[float, float] | None, digits: int = 0) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def _group_case(views: list[ReplicaView], t: Thresholds) -> tuple[list, list] | None:
+def _group_case(views: list[ReplicaView], t: Thresholds) -> tuple[list[Any], list] | None:
     hot, idle = [], []
     for v in views:
         m = v.metrics
@@ -63,7 +65,7 @@ def _group_case(views: list[ReplicaView], t: Thresholds) -> tuple[list, list] | 
     return (hot, idle) if hot and idle else None
 
 
-def _finding(group: str, hot: list, idle: list, n: int, since: float) -> Imbalance:
+def _finding(group: str, hot: list[Any], idle: list, n: int, since: float) -> Imbalance:
     def spread(vs, attr):
         return _range([getattr(v.metrics, attr) for v in vs if getattr(v.metrics, attr) is not None])
 

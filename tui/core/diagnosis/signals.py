@@ -7,6 +7,8 @@ recovery. The rules need "in the last scrape interval" instead, so each successf
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 from ..model import GpuSample, ReplicaMetrics, Scrape, counter_step
@@ -58,7 +60,7 @@ class Point:
     ranks: int = 1
     others_kv: tuple[float, float] | None = None
     rank_running: tuple[tuple[str, float], ...] = ()
-    lora: tuple | None = None  # (max_lora, running adapters, waiting adapters) from lora_requests_info
+    lora: tuple[Any, ...] | None = None  # (max_lora, running adapters, waiting adapters) from lora_requests_info
     idle_queue_run: int = 0  # consecutive scrapes with a queue and nothing running
     util_mean: float | None = None  # GPU utilisation, median of the last `_UTIL_POINTS` scrapes
     c_util: float | None = None  # this scrape's utilisation (for the next point's mean)

@@ -7,6 +7,8 @@ action), so it is read whole; an unreadable line is counted and skipped, never g
 
 from __future__ import annotations
 
+from typing import Any
+
 import datetime as dt
 import json
 import math
@@ -39,7 +41,7 @@ class Mitigation:
     def what(self) -> str:
         return f"{self.action} {self.target}"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"ts": self.ts, "user": self.user, "user_source": self.user_source, "context": self.context,
                 "action": self.action, "target": self.target, "diff": self.diff, "ok": self.ok,
                 "message": self.message,
@@ -56,7 +58,7 @@ class AuditRead:
     problems: list[str] = field(default_factory=list)
 
 
-def _ts(entry: dict) -> float | None:
+def _ts(entry: dict[str, Any]) -> float | None:
     v = entry.get("data_ts")
     if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
         return float(v)
@@ -72,7 +74,7 @@ def _ts(entry: dict) -> float | None:
     return when.timestamp()
 
 
-def _s(v, limit: int = 4000) -> str:
+def _s(v: Any, limit: int = 4000) -> str:
     text = v if isinstance(v, str) else "" if v is None else str(v)
     return "\n".join(clean(line) for line in text[:limit].splitlines())  # a diff keeps its lines
 

@@ -21,13 +21,15 @@ Definitions (said in the report too):
 
 from __future__ import annotations
 
+from typing import Any, Iterator
+
 import datetime as dt
 import math
 from dataclasses import dataclass, field
 
 from .. import verdicts as V
 from ..diagnosis import Thresholds
-from ..diagnosis.runbook import verify
+from ..diagnosis.runbook import Verification, verify
 from ..history import Windows
 from ..model import FleetState, Scrape
 from ..monitor import Monitor
@@ -136,7 +138,7 @@ class Report:
                 out[v] = out.get(v, 0.0) + (b - a)
         return out
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         fm = self.first_mitigation
         return {
             "recording": self.recording, "audit": self.audit, "start": self.start, "end": self.end,
@@ -154,7 +156,10 @@ class Report:
 
 
 def _fleet_point(state: FleetState, polled: set[str]) -> dict[str, float | None]:
-    kv, queue, pre, ttft = [], [], [], []
+    kv: list[float] = []
+    queue: list[float] = []
+    pre: list[float] = []
+    ttft: list[float] = []
     for v in state.replicas:
         if v.name not in polled:
             continue
@@ -202,7 +207,7 @@ def _clock(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%H:%M:%S") if ts > 1e9 else f"t={ts:.0f}s"
 
 
-def _evidence_lines(state: FleetState, polled: set[str], alarms: list) -> list[str]:
+def _evidence_lines(state: FleetState, polled: set[str], alarms: list[Any]) -> list[str]:
     views = sorted((v for v in state.replicas if v.name in polled), key=lambda v: (V.SEVERITY.get(v.verdict, 99), v.name))
     lines = []
     for v in views[:_EVIDENCE_REPLICAS]:
@@ -237,7 +242,7 @@ class _Collector:
         self.mitigations = mitigations
         self._pending = list(mitigations)  # actions whose "first poll after" is still to come
         self._sums = [{k: [[0.0, 0] for _ in WINDOWS] for k in METRICS} for _ in mitigations]  # sum, n per window
-        self._confirmed: dict[str, object] = {}  # replica -> its confirmed Verification (not asked again)
+        self._confirmed: dict[str, Verification] = {}  # replica -> its confirmed Verification (not asked again)
 
     def __call__(self, mon: Monitor, state: FleetState, batch: list[Scrape]) -> None:
         ts = max(s.ts for s in batch)
@@ -305,7 +310,7 @@ class _Collector:
                             sums[k][i][0] += x
                             sums[k][i][1] += 1
 
-    def _recovery(self, mon: Monitor, state: FleetState, polled: set[str], ts: float, alarms: list) -> None:
+    def _recovery(self, mon: Monitor, state: FleetState, polled: set[str], ts: float, alarms: list[Any]) -> None:
         if not self.first_verdict:
             return
         present = [v for v in state.replicas if v.name in polled]
@@ -322,7 +327,7 @@ class _Collector:
                 self.unrecovered.append(f"{len(alarms)} queue / latency alarm(s) up")
             return
         names = [v.name for v in present if v.name in self.first_verdict] or [v.name for v in present]
-        results = []
+        results: list[tuple[str, Verification]] = []
         for n in names:  # verify reads the replica's whole history: each is asked until it confirms
             res = self._confirmed.get(n)
             if res is None:
@@ -372,7 +377,7 @@ def build_report(recording: str, audit: str | None = None, start: float | None =
         audit_problems += read.problems
     col = _Collector(t, lo, read.mitigations)
 
-    def scrapes():
+    def scrapes() -> Iterator[Scrape]:
         for s in read_log(recording, problems.append):
             if s.ts > hi:
                 continue  # past the window: not judged (a later scrape can still be earlier, kept)

@@ -7,6 +7,8 @@ it follows the reader's light / dark preference and prints on white.
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 from dataclasses import dataclass, field
 
@@ -46,7 +48,7 @@ class Story:
     title: str
     summary: list[tuple[str, str]]
     first: list[list[str]]
-    actions: list[dict]
+    actions: list[dict[str, Any]]
     minutes_head: list[str]
     minutes: list[list[str]]
     moments: list[tuple[str, str, list[str]]]

@@ -205,8 +205,8 @@ def _nice_max(v: float) -> float:
     e = 10 ** math.floor(math.log10(v))
     for m in (1, 2, 2.5, 5, 10):
         if v <= m * e:
-            return m * e
-    return 10 * e
+            return float(m * e)
+    return float(10 * e)
 
 
 def metric_plot(r: Report, key: str, width: int = 960, height: int = 160, standalone: bool = False) -> str:
@@ -246,19 +246,19 @@ def metric_plot(r: Report, key: str, width: int = 960, height: int = 160, standa
                     f'stroke-dasharray="2 2"><title>kv_high {r.thresholds.kv_high:g}</title></line>')
     seg: list[str] = []
     lines = []
-    for p, v in zip(pts, vals, strict=True):
-        if v is None:
+    for p, val in zip(pts, vals, strict=True):
+        if val is None:
             if len(seg) > 1:
                 lines.append(seg)
             seg = []
             continue
-        seg.append(f"{f.x(p.ts)},{y(v)}")
+        seg.append(f"{f.x(p.ts)},{y(val)}")
     if seg:
         lines.append(seg)
     for s in lines:
         if len(s) == 1:
-            x, yy = s[0].split(",")
-            body.append(f'<circle class="fg" cx="{x}" cy="{yy}" r="1.5"/>')
+            cx, cy = s[0].split(",")
+            body.append(f'<circle class="fg" cx="{cx}" cy="{cy}" r="1.5"/>')
         else:
             body.append(f'<polyline class="line" points="{" ".join(s)}"/>')
     if not any(v is not None for v in vals):

@@ -113,7 +113,7 @@ class KubeApply(KubeTransport):
                 pass
         return ActionResult(False, msg, e.status, details)
 
-    async def _read_target(self, plan: ActionPlan) -> dict:
+    async def _read_target(self, plan: ActionPlan) -> dict[str, Any]:
         """The object a guarded patch was sent to (a scale's tests hold on the workload too)."""
         t = plan.target
         if t.kind == "Pod":

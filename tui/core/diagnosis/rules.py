@@ -404,7 +404,7 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
 # Verdicts whose conditions already demand persistence (a stall or a queue over several scrapes,
 # running pinned, two preemptions): they need no further sustain. node-fault is a hard signal.
 _FAST = frozenset({V.NODE_FAULT, V.STALLED, V.CONCURRENCY_CAPPED, V.KV_PRESSURE, V.OVERLOADED, V.LORA_CAPPED})
-_TAIL = 24  # points kept for short-window signals (SGLang's retraction window: 30 s at 2 s scrapes)
+_TAIL = 16  # points kept for short-window signals (SGLang's retraction window: 30 s at 2 s scrapes)
 # What a tail point older than the newest holds as its metrics: only the newest point's are read
 # (evidence), and the history keeps its own newest few as objects (~1 KB each otherwise).
 _NO_METRICS = ReplicaMetrics()

@@ -241,3 +241,12 @@ def test_fleet_imbalance_in_json_names_group_spread_since_and_remedy():
     assert imb["spread"]["kv"]["hot"][0] >= 0.9 and imb["spread"]["kv"]["idle"][1] < 0.1
     assert imb["since"] <= 1764000075.0 and "rebalance" in imb["remedy"] and "InferencePool" in imb["remedy"]
     assert "idle" in imb["text"] and "KV 0.9" in imb["text"]
+
+
+def test_runbook_scale_step_agrees_with_the_room_evidence():
+    from tui.core.diagnosis.runbook import runbook
+
+    h, now, finding = _history_until("vllm-chunked-long-prompts", "chunk-0", "overloaded", nth=60)
+    assert finding.verdict == "overloaded" and any(e.signal == "kv_peak" and e.crossed for e in finding.evidence)
+    rb = runbook(h, now, finding=finding, rollouts=[])
+    assert "no room" not in rb.step("scale").answer and "no room" not in finding.summary

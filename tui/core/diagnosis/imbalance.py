@@ -11,6 +11,7 @@ many without; a group whose replicas are all busy or all idle never raises it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .. import verdicts as V
@@ -25,6 +26,7 @@ REMEDY = ("rebalance: check the router / InferencePool endpoint picker and the p
 
 
 def _range(xs: list[float]) -> tuple[float, float] | None:
+    xs = [x for x in xs if math.isfinite(x)]  # --json writes these: never a NaN or an infinity
     return (min(xs), max(xs)) if xs else None
 
 

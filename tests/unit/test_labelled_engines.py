@@ -250,3 +250,21 @@ def test_runbook_scale_step_agrees_with_the_room_evidence():
     assert finding.verdict == "overloaded" and any(e.signal == "kv_peak" and e.crossed for e in finding.evidence)
     rb = runbook(h, now, finding=finding, rollouts=[])
     assert "no room" not in rb.step("scale").answer and "no room" not in finding.summary
+
+
+def test_the_trace_files_are_what_their_generator_writes(tmp_path):
+    """The committed traces are reproducible (`python -m tests.labelled`), one file per trace,
+    every line a scrape-log record with its label."""
+    import gzip
+    import json
+
+    from tests.labelled import write_all
+
+    written = write_all(str(tmp_path))
+    assert sorted(os.path.basename(p) for p in written) == sorted(os.path.basename(p) for p in paths())
+    for p in written:
+        with open(p, "rb") as a, open(os.path.join(DATA, os.path.basename(p)), "rb") as b:
+            assert a.read() == b.read(), p
+        with gzip.open(p, "rt") as f:
+            first = json.loads(f.readline())
+        assert {"ts", "replica", "metrics", "label", "trace", "interval"} <= set(first)

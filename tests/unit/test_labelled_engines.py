@@ -268,3 +268,15 @@ def test_the_trace_files_are_what_their_generator_writes(tmp_path):
         with gzip.open(p, "rt") as f:
             first = json.loads(f.readline())
         assert {"ts", "replica", "metrics", "label", "trace", "interval"} <= set(first)
+
+
+def test_lora_info_takes_the_newest_label_set_and_refuses_garbage():
+    from tui.core.engines import parse_page
+
+    page = ('vllm:num_requests_running{engine="0",model_name="m"} 1\n'
+            'vllm:lora_requests_info{max_lora="4",running_lora_adapters="a,b",waiting_lora_adapters=""} 100.0\n'
+            'vllm:lora_requests_info{max_lora="4",running_lora_adapters="a,b,c,d",waiting_lora_adapters="e"} 200.0\n')
+    assert parse_page(page).lora == (4, ("a", "b", "c", "d"), ("e",))
+    for bad in ("inf", "nan", "-3", "x"):
+        p = page.replace('max_lora="4",running_lora_adapters="a,b,c,d"', f'max_lora="{bad}",running_lora_adapters="a"')
+        assert parse_page(p).lora[0] is None

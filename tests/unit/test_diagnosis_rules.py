@@ -424,3 +424,15 @@ def test_a_crashed_or_long_unready_pod_is_down_not_starting():
     # a pod that served and then fails is down: it is no longer loading
     served = series(3) + [scrape(1015.0 + 5 * i, error="HTTP 503", pod=_pod()) for i in range(5)]
     assert last(served).verdict == "down"
+
+
+def test_a_persistent_queue_outranks_a_few_busy_utilisation_samples():
+    # a steady overload (queue held, KV 0.85, nothing preempted) whose GPU averages ~73% with two
+    # samples in a row at 80%+: overloaded throughout, never compute-bound
+    util = lambda i: 84.0 if i in (8, 9) else (73.0 + (i % 3))  # noqa: E731
+    got = verdicts(series(20, running=256.0, waiting=lambda i: 64.0 + i, kv=0.85, util=util,
+                          cache={"max_num_seqs": "256"}))
+    assert "compute-bound" not in got and got[-1] == "overloaded", got
+    # a saturated GPU over the window is still compute-bound's case, queue or not
+    got = verdicts(series(12, running=64.0, waiting=0.0, kv=0.6, util=96.0))
+    assert got[-1] == "compute-bound"

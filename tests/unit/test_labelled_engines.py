@@ -241,3 +241,42 @@ def test_fleet_imbalance_in_json_names_group_spread_since_and_remedy():
     assert imb["spread"]["kv"]["hot"][0] >= 0.9 and imb["spread"]["kv"]["idle"][1] < 0.1
     assert imb["since"] <= 1764000075.0 and "rebalance" in imb["remedy"] and "InferencePool" in imb["remedy"]
     assert "idle" in imb["text"] and "KV 0.9" in imb["text"]
+
+
+def test_runbook_scale_step_agrees_with_the_room_evidence():
+    from tui.core.diagnosis.runbook import runbook
+
+    h, now, finding = _history_until("vllm-chunked-long-prompts", "chunk-0", "overloaded", nth=60)
+    assert finding.verdict == "overloaded" and any(e.signal == "kv_peak" and e.crossed for e in finding.evidence)
+    rb = runbook(h, now, finding=finding, rollouts=[])
+    assert "no room" not in rb.step("scale").answer and "no room" not in finding.summary
+
+
+def test_the_trace_files_are_what_their_generator_writes(tmp_path):
+    """The committed traces are reproducible (`python -m tests.labelled`), one file per trace,
+    every line a scrape-log record with its label."""
+    import gzip
+    import json
+
+    from tests.labelled import write_all
+
+    written = write_all(str(tmp_path))
+    assert sorted(os.path.basename(p) for p in written) == sorted(os.path.basename(p) for p in paths())
+    for p in written:
+        with open(p, "rb") as a, open(os.path.join(DATA, os.path.basename(p)), "rb") as b:
+            assert a.read() == b.read(), p
+        with gzip.open(p, "rt") as f:
+            first = json.loads(f.readline())
+        assert {"ts", "replica", "metrics", "label", "trace", "interval"} <= set(first)
+
+
+def test_lora_info_takes_the_newest_label_set_and_refuses_garbage():
+    from tui.core.engines import parse_page
+
+    page = ('vllm:num_requests_running{engine="0",model_name="m"} 1\n'
+            'vllm:lora_requests_info{max_lora="4",running_lora_adapters="a,b",waiting_lora_adapters=""} 100.0\n'
+            'vllm:lora_requests_info{max_lora="4",running_lora_adapters="a,b,c,d",waiting_lora_adapters="e"} 200.0\n')
+    assert parse_page(page).lora == (4, ("a", "b", "c", "d"), ("e",))
+    for bad in ("inf", "nan", "-3", "x"):
+        p = page.replace('max_lora="4",running_lora_adapters="a,b,c,d"', f'max_lora="{bad}",running_lora_adapters="a"')
+        assert parse_page(p).lora[0] is None

@@ -20,7 +20,7 @@ _PCT = (0, 100)
 # [thresholds], grouped by range; a threshold not listed (added later) accepts 0 to 1e9.
 _BY_RANGE: dict[tuple[float, float], tuple[str, ...]] = {
     _FRACTION: ("kv_high", "kv_clear", "kv_low", "pinned_tolerance", "deferred_share", "capacity_headroom",
-                "audit_gpu_mem_util", "audit_gpu_mem_util_long"),
+                "audit_gpu_mem_util", "audit_gpu_mem_util_long", "kv_idle"),
     _POINTS: ("preempt_min_count", "queue_points", "pinned_points", "stall_points", "min_points",
               "sustain_points", "recent_points"),
     _PCT: ("gpu_mem_high_pct", "gpu_util_low_pct", "gpu_util_high_pct", "gpu_util_clear_pct",
@@ -29,6 +29,7 @@ _BY_RANGE: dict[tuple[float, float], tuple[str, ...]] = {
     (0, 4096): ("cpu_saturated_cores",),
     (1, 100): ("shape_shift_ratio", "latency_recovered_ratio"),
     (1, 86400): ("recovery_window_s",),
+    (0, 86400): ("retract_window_s",),
     (1, 30 * 86400): ("burn_window_s",),
     (1, 100_000_000): ("long_context_tokens",),
 }

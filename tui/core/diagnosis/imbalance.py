@@ -11,9 +11,9 @@ many without; a group whose replicas are all busy or all idle never raises it.
 
 from __future__ import annotations
 
-from typing import Any
-
+import math
 from dataclasses import dataclass
+from typing import Any
 
 from .. import verdicts as V
 from ..model import FleetState, ReplicaView
@@ -27,6 +27,7 @@ REMEDY = ("rebalance: check the router / InferencePool endpoint picker and the p
 
 
 def _range(xs: list[float]) -> tuple[float, float] | None:
+    xs = [x for x in xs if math.isfinite(x)]  # --json writes these: never a NaN or an infinity
     return (min(xs), max(xs)) if xs else None
 
 
@@ -53,7 +54,7 @@ def _fmt_range(r: tuple[float, float] | None, digits: int = 0) -> str:
     return lo if lo == hi else f"{lo}-{hi}"
 
 
-def _group_case(views: list[ReplicaView], t: Thresholds) -> tuple[list[Any], list] | None:
+def _group_case(views: list[ReplicaView], t: Thresholds) -> tuple[list[Any], list[Any]] | None:
     hot, idle = [], []
     for v in views:
         m = v.metrics
@@ -65,11 +66,11 @@ def _group_case(views: list[ReplicaView], t: Thresholds) -> tuple[list[Any], lis
     return (hot, idle) if hot and idle else None
 
 
-def _finding(group: str, hot: list[Any], idle: list, n: int, since: float) -> Imbalance:
-    def spread(vs, attr):
+def _finding(group: str, hot: list[Any], idle: list[Any], n: int, since: float) -> Imbalance:
+    def spread(vs: list[Any], attr: str) -> tuple[float, float] | None:
         return _range([getattr(v.metrics, attr) for v in vs if getattr(v.metrics, attr) is not None])
 
-    sp = {}
+    sp: dict[str, dict[str, tuple[float, float] | None]] = {}
     for key, attr in (("kv", "kv_usage"), ("queue", "waiting"), ("running", "running")):
         sp[key] = {"hot": spread(hot, attr), "idle": spread(idle, attr)}
     names_hot = ", ".join(v.name for v in hot[:3]) + (f" +{len(hot) - 3}" if len(hot) > 3 else "")

@@ -34,7 +34,7 @@ advanced by the one thread that ingests into it, so no lock guards them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 import functools
 import math
@@ -406,7 +406,7 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
 # Verdicts whose conditions already demand persistence (a stall or a queue over several scrapes,
 # running pinned, two preemptions): they need no further sustain. node-fault is a hard signal.
 _FAST = frozenset({V.NODE_FAULT, V.STALLED, V.CONCURRENCY_CAPPED, V.KV_PRESSURE, V.OVERLOADED, V.LORA_CAPPED})
-_TAIL = 24  # points kept for short-window signals (SGLang's retraction window: 30 s at 2 s scrapes)
+_TAIL = 16  # points kept for short-window signals (SGLang's retraction window: 30 s at 2 s scrapes)
 # What a tail point older than the newest holds as its metrics: only the newest point's are read
 # (evidence), and the history keeps its own newest few as objects (~1 KB each otherwise).
 _NO_METRICS = ReplicaMetrics()
@@ -590,11 +590,12 @@ def one_rank(p: Point, t: Thresholds) -> bool:
     return p.rank is not None and p.others_kv is not None and p.others_kv[1] < t.kv_room
 
 
-def summary_for(state: str, p: Point | None, t: Thresholds, ev=()) -> str:
+def summary_for(state: str, p: Point | None, t: Thresholds, ev: Sequence[Evidence] = ()) -> str:
     """The one-line advice, where the case at `p` changes it: one full data-parallel rank is a
     rank's problem (the other ranks have room: scaling out does not help it); a queue with KV
     room and no cap holding it is not "no room to raise the cap"."""
-    if p is not None and state in (V.KV_PRESSURE, V.OVERLOADED, V.CONCURRENCY_CAPPED) and one_rank(p, t):
+    if p is not None and p.others_kv is not None and state in (V.KV_PRESSURE, V.OVERLOADED, V.CONCURRENCY_CAPPED) \
+            and one_rank(p, t):
         who = "dp_rank" if p.engine == engines.SGLANG.name else "engine"
         lo, hi = p.others_kv
         return (f"one data-parallel rank is full ({who} {p.rank} of {p.ranks}, KV {_fmt(p.kv)}; the others "

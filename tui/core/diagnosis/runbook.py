@@ -441,7 +441,10 @@ def runbook(
         scale_answer = ("one data-parallel rank is full while the others have room: rebalance the ranks "
                         "(DP load-balance method, prefix / session affinity); scaling out does not help it")
     elif overloaded:
-        scale_answer = ("the cap holds admission and KV has no room to raise it: the queue persists, "
+        # the same case as the finding's own room evidence: "no room" only when it shows none
+        room = any(e.signal == "kv_peak" and e.crossed for e in finding.evidence)
+        scale_answer = (("KV has room but no cap holds the queue (prefill budget, long prompts): it persists, "
+                         if room else "the cap holds admission and KV has no room to raise it: the queue persists, ")
                         + (f"scale out to {scale.replicas} replicas (now {scale.replicas_now})"
                            if scale is not None else "add replicas (arrival rate not measured yet)"))
     elif still_after_head:

@@ -104,7 +104,8 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
     running, waiting = v("running"), v("waiting")
     wcap, wdef = v("waiting_capacity"), v("waiting_deferred")
     kv = v("kv_usage")
-    rank, others_kv, rank_running, ranks = None, None, (), {}
+    rank, others_kv, ranks = None, None, {}
+    rank_running: tuple[tuple[str, float], ...] = ()
     if len(s.engines) > 1:
         # a data-parallel pod: each rank admits and evicts on its own, so the pod is judged by
         # its fullest rank (its KV, its own queue, its own running), not by sums over the ranks
@@ -176,10 +177,10 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
     known_runs = [r for r in runs if r is not None]
     # a cap holds `running` at most at the cap, always: the peak over the longer window too
     if rank is not None:
-        longer = [dict(p.rank_running).get(rank) for p in _last(tail, t.room_points - 1)]
+        maybe = [dict(p.rank_running).get(rank) for p in _last(tail, t.room_points - 1)]
     else:
-        longer = [p.running for p in _last(tail, t.room_points - 1)]
-    longer = [r for r in longer if r is not None] + known_runs[-1:]
+        maybe = [p.running for p in _last(tail, t.room_points - 1)]
+    longer = [r for r in maybe if r is not None] + known_runs[-1:]
     kvs = [p.kv for p in _last(tail, t.room_points - 1) if p.kv is not None]
     util = scrape.gpu.compute_pct if scrape.gpu is not None else None
     utils = [p.c_util for p in _last(tail, _UTIL_POINTS - 1) if p.c_util is not None]

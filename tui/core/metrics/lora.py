@@ -29,6 +29,8 @@ def lora_info(page: Page) -> tuple[int | None, tuple[str, ...], tuple[str, ...]]
     raw = labels.get("max_lora")
     try:
         mx = int(float(raw)) if raw is not None else None
-    except ValueError:
+    except (ValueError, OverflowError):  # "nan", "inf", garbage: not a slot count
+        mx = None
+    if mx is not None and mx < 0:
         mx = None
     return mx, _names(labels.get("running_lora_adapters")), _names(labels.get("waiting_lora_adapters"))

@@ -101,3 +101,16 @@ async def test_a_full_disk_is_said_at_once_in_the_json_frames(tmp_path: Path) ->
     assert "recording stopped" in frames[-1]["recording_error"] and str(rec) in frames[-1]["recording_error"]
     assert os.path.getsize(rec) <= 100_000
     assert "recording stopped" in err.decode()
+
+
+def test_tui_flashes_a_recording_stopped_by_a_full_disk(tmp_path: Path) -> None:
+    rec = tmp_path / "full.jsonl"
+    with ThreadedFaultServer(lifetime=60) as fs:
+        url = fs.add("healthy")
+        code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (100000, 100000)); "
+                f"from tui.cli import main; sys.exit(main(['--url', {url!r}, '--interval', '0.3', "
+                f"'--record', {str(rec)!r}]))")
+        run = run_in_pty(code, 160, 40, 6.0, env=clean_env(str(tmp_path)))
+    # on the screen while it runs (before `q`), not only in the line printed at exit
+    screen = run.output[: run.bytes_between(0.0, 6.0)].decode(errors="replace")
+    assert "recording stopped" in screen, screen[-1500:]

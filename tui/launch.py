@@ -186,23 +186,36 @@ class RecordTap:
 def _close_on_signals(app_box: list) -> Callable[[], None]:
     """SIGTERM and SIGHUP (a closed tmux window, `kill`) end kvwatch as Ctrl-C does, so the
     `finally` below closes the recording (its gzip trailer) and the source; returns the undo."""
+    import _thread
     import signal
+
+    asked: list[int] = []
+    timers: list[threading.Timer] = []
 
     def stop(signum, _frame) -> None:
         app = app_box[0] if app_box else None
-        if app is not None and getattr(app, "is_running", False):
-            app.exit(return_code=128 + signum)
-        else:
+        if app is None or not getattr(app, "is_running", False) or asked:
             raise SystemExit(128 + signum)
+        asked.append(signum)
+        app.exit(return_code=128 + signum)
+        # an app still starting may not act on exit() yet: interrupt it as Ctrl-C would after a grace
+        timer = threading.Timer(3.0, _thread.interrupt_main)
+        timer.daemon = True
+        timers.append(timer)
+        timer.start()
 
     old = {}
     for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            continue  # `nohup kvwatch --json --record ...`: the user asked to outlive the terminal
         try:
             old[sig] = signal.signal(sig, stop)
         except (ValueError, OSError):  # not the main thread (tests): nothing to install
             pass
 
     def undo() -> None:
+        for t in timers:
+            t.cancel()  # the app exited in time: no interrupt on the way out
         for sig, h in old.items():
             signal.signal(sig, h)
 

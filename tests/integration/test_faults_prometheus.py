@@ -77,3 +77,20 @@ async def test_a_partial_answer_shows_its_warning_and_leaves_missing_pods_stale(
     notes = " ".join(last.get("source_warnings") or [])
     assert "store 10.0.0.7:10901 unavailable" in notes and "\x1b" not in notes, last
     assert "partial" in notes
+
+
+async def test_the_tui_flashes_a_partial_answer_and_keeps_the_missing_pod(tmp_path: Path) -> None:
+    from tests.ui.kube_app import notes, until
+    from tui.app import KvwatchApp
+    from tui.core.monitor import Monitor
+    from tui.core.sources.prometheus import PrometheusSource
+
+    async with PromFaults(lifetime=60) as pf:
+        url = await pf.add("partial", full=2, warning="store 10.0.0.7:10901 unavailable")
+        app = KvwatchApp(Monitor(PrometheusSource(url, gpu=False)), 0.3)
+        async with app.run_test(size=(120, 36)) as pilot:
+            await until(pilot, lambda: any("partial answer" in n for n in notes(app)), timeout=20,
+                        what=lambda: notes(app))
+            assert any("store 10.0.0.7:10901 unavailable" in n for n in notes(app))
+            views = {v.name: v for v in app.monitor.state.replicas}
+            assert views["vllm-b"].state == "stale" and not views["vllm-b"].error

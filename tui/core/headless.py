@@ -6,12 +6,14 @@ import asyncio
 import json
 import sys
 import time
-from typing import Any, Callable, TextIO
+from typing import Any, Awaitable, Callable, TextIO, TypeVar
 
 from .export import fleet_json
 from .model import OK
 from .monitor import Monitor
 from .textsafe import redact
+
+_T = TypeVar("_T")
 
 # `--json` read no endpoint during the whole run: scripts must not take silence for health
 NO_ENDPOINT_EXIT = 3
@@ -25,7 +27,7 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
     src = monitor.source
     end = None if duration is None else time.monotonic() + duration
 
-    def bounded(aw):
+    def bounded(aw: Awaitable[_T]) -> Awaitable[_T]:
         """`aw`, cut when --duration ends: a source that hangs must not hold the run past it."""
         if end is None:
             return aw

@@ -15,7 +15,7 @@ import os
 import socket
 import ssl
 import time
-from typing import Any, NamedTuple
+from typing import Any, Iterable, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -126,12 +126,12 @@ def checked_token(raw: str, origin: str) -> str:
     return v
 
 
-class Answer(list[Any]):
+class Answer(list[Series]):
     """The series of one answer, with the server's `warnings` (a partial answer says so there)."""
 
     __slots__ = ("warnings",)
 
-    def __init__(self, items=(), warnings: tuple[str, ...] = ()) -> None:
+    def __init__(self, items: Iterable[Series] = (), warnings: tuple[str, ...] = ()) -> None:
         super().__init__(items)
         self.warnings = warnings
 
@@ -316,7 +316,7 @@ class PromClient:
 
 def _warnings(body: dict[str, Any]) -> tuple[str, ...]:
     """The answer's `warnings` (and `infos`), cleaned and bounded: a partial answer says so there."""
-    out = []
+    out: list[str] = []
     for key in ("warnings", "infos"):
         items = body.get(key)
         if isinstance(items, list):

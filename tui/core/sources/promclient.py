@@ -126,7 +126,7 @@ def checked_token(raw: str, origin: str) -> str:
     return v
 
 
-class Answer(list[Series]):
+class Answer(list["Series"]):
     """The series of one answer, with the server's `warnings` (a partial answer says so there)."""
 
     __slots__ = ("warnings",)

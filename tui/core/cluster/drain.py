@@ -116,8 +116,17 @@ async def _run(
         return step("uncordon", status, f"put {pod} back in rotation{again}: {r.message}")
 
     async def scale_back(why: str) -> DrainStep:
-        """The spare was temporary: back to the original count (the ReplicaSet removes its
-        newest / not-ready pod first, which is the spare or the evicted pod's replacement)."""
+        """The spare was temporary: back to the original count. While the target stays, the
+        spare gets the lowest pod-deletion-cost first: the ReplicaSet ranks pods by age only in
+        log2 buckets (LogarithmicScaleDown), so between young pods it may pick the target."""
+        if not st["removed"] and selector and mech != "delete":
+            try:
+                spares = [p.name for p in await cluster.list_pods(ns, selector) if p.name not in before and p.name != pod
+                          and p.phase != "Terminating"]
+            except ClusterError:
+                spares = []
+            for name in spares:  # without pod-deletion-cost (the simulator) the ReplicaSet's own choice stands
+                await _sub_action(cluster, cluster.plan_deletion_cost(ns, name))
         _, r = await _sub_action(cluster, cluster.plan_scale(ns, owner, original))
         if r.ok:
             st["scaled"] = False

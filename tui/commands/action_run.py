@@ -198,6 +198,15 @@ async def _run_async(args: argparse.Namespace, cluster: Any, out: Output) -> int
         if not plan.errors:  # the plan's own refusals were just shown
             out.say(msg)
         return 1
+    may = getattr(cluster, "may", None)
+    if may is not None:
+        # RBAC first (SelfSubjectAccessReview): a user who may not do it sends no write at all
+        perm = await may(ns, plan.action, t.kind if t.kind != "Pod" else None)
+        if not perm.allowed:
+            out.doc["refused"] = perm.reason
+            cluster.record(plan, _refused_result(perm.reason, "forbidden"))
+            out.say(f"refused: {perm.reason}")
+            return 1
     if args.dry_run:
         try:
             out.doc["requests"] = await drain_requests(cluster, plan) if plan.action == "drain" else [plan_request(plan)]

@@ -67,7 +67,8 @@ def register(sub) -> None:
     r = sub.add_parser("rollout", parents=[common], help="rollout status | restart | undo, as kubectl computes them")
     r.add_argument("verb", choices=("status", "restart", "undo"))
     r.add_argument("target", metavar="KIND/NAME", help=KIND_HELP + "; status also takes daemonset/NAME")
-    r.add_argument("--timeout", type=float, default=0.0, metavar="S", help="status: wait up to S seconds for it to finish (default: report once)")
+    r.add_argument("--timeout", type=float, default=0.0, metavar="S", help="status: wait up to S seconds for it to finish, exit 1 if it has not (default: report once; as "
+                        "kubectl's --watch=false, exit 0 while it is still progressing, 1 past its progress deadline)")
     r.set_defaults(action="rollout")
 
 

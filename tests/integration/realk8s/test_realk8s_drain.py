@@ -118,3 +118,26 @@ def test_drain_by_eviction_honours_the_pdb_429_then_201(cluster: Cluster) -> Non
     acct = doc["result"]["pods"]
     live = wait_for("2 live gemma pods", lambda: (p := cluster.live_pods("app=gemma")) and len(p) == 2 and p)
     assert target not in live and set(acct["created"]) <= set(live), (acct, live)
+
+
+def test_drain_of_a_statefulset_pod_it_cannot_detach_is_refused(cluster: Cluster) -> None:
+    cluster.apply_example("mistral-statefulset", "pdb-mistral")
+    wait_for("mistral-0", lambda: any(p["metadata"]["name"] == "mistral-0" for p in cluster.pods("app=mistral")))
+    mark = cluster.audit_mark()
+    rc, doc, _, err = cluster.kvwatch("drain", "mistral-0", "--yes", "--via", "direct")
+    assert rc == 1 and "StatefulSet pod cannot be detached" in (doc["refused"] or ""), (doc, err)
+    assert writes(from_kvwatch(cluster.audit_after(mark))) == []
+
+
+def test_drain_with_a_grace_period_evicts_with_it(cluster: Cluster) -> None:
+    """A grace period other than the pod's own (45 s) can only be set by an eviction."""
+    cluster.apply_example("gemma-serving-label")
+    cluster.rollout_wait("deployment/gemma")
+    target = wait_for("2 gemma pods", lambda: (p := cluster.live_pods("app=gemma")) and len(p) == 2 and p)[0]
+    rc, doc, _, err = cluster.kvwatch("drain", target, "--yes", "--via", "direct", "--grace-period", "3", "--poll", "0.5",
+                                      "--idle-timeout", "60", timeout=180)
+    assert rc == 0, (doc, err)
+    assert doc["plan"]["data"]["mechanism"] == "evict" and doc["plan"]["data"]["grace_s"] == 3, doc["plan"]
+    ev = [r for r in doc["requests"] if r["path"].split("?")[0].endswith(f"/pods/{target}/eviction")]
+    assert len(ev) == 1 and ev[0]["body"]["deleteOptions"]["gracePeriodSeconds"] == 3, ev
+    wait_for(f"{target} gone", lambda: target not in cluster.live_pods("app=gemma"))

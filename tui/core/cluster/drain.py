@@ -107,7 +107,23 @@ async def _run(
     def cancelled() -> bool:
         return cancel is not None and cancel.is_set()
 
+    async def spares_go_first() -> None:
+        """While the target stays, the pods this drain added get the lowest pod-deletion-cost, so
+        the ReplicaSet's next scale-down removes one of them: it ranks pods by age only in log2
+        buckets (LogarithmicScaleDown), so between young pods it could pick the target."""
+        if st["removed"] or not selector or mech == "delete":
+            return
+        try:
+            spares = [p.name for p in await cluster.list_pods(ns, selector) if p.name not in before and p.name != pod
+                      and p.phase != "Terminating"]
+        except ClusterError:
+            return
+        for name in spares:  # without pod-deletion-cost (the simulator) the ReplicaSet's own choice stands
+            await _sub_action(cluster, cluster.plan_deletion_cost(ns, name))
+
     async def uncordon_after_cancel() -> DrainStep:
+        if mech == "quarantine":
+            await spares_go_first()  # adopted back, the target makes one pod too many
         _, r = await _sub_action(cluster, cluster.plan_cordon(ns, pod, undo=True, label=plan.data.get("label")))
         status = "ok" if r.ok else "failed"
         if r.ok:
@@ -116,8 +132,8 @@ async def _run(
         return step("uncordon", status, f"put {pod} back in rotation{again}: {r.message}")
 
     async def scale_back(why: str) -> DrainStep:
-        """The spare was temporary: back to the original count (the ReplicaSet removes its
-        newest / not-ready pod first, which is the spare or the evicted pod's replacement)."""
+        """The spare was temporary: back to the original count (the spare removed first)."""
+        await spares_go_first()
         _, r = await _sub_action(cluster, cluster.plan_scale(ns, owner, original))
         if r.ok:
             st["scaled"] = False

@@ -235,6 +235,15 @@ class KubeReads(KubeTransport):
         why = sanitize(str(st.get("reason") or st.get("evaluationError") or ""))
         return Permission(False, f"RBAC does not allow {what}" + (f" ({why})" if why else ""))
 
+    async def may(self, namespace: str, action: str, kind: str | None = None) -> Permission:
+        """Whether RBAC lets this user do one action (its verbs only, SelfSubjectAccessReview),
+        asked before any write so a denied one sends none. Never asked under read-only."""
+        if self.readonly:
+            return Permission(False, "read-only")
+        verbs = ACTION_VERBS.get(f"{action}/{kind}") or ACTION_VERBS.get(action) or ()
+        results = await asyncio.gather(*(self._review(self._ns(namespace), *v) for v in verbs))
+        return next((r for r in results if not r.allowed), Permission(True))
+
     async def permissions(self, namespace: str) -> Permissions:
         """Which keys this user may use here, checked with SelfSubjectAccessReview per verb.
 

@@ -117,5 +117,6 @@ class KubeApply(KubeTransport):
         """The object a guarded patch was sent to (a scale's tests hold on the workload too)."""
         t = plan.target
         if t.kind == "Pod":
-            return await self._call(self.core.read_namespaced_pod, t.name, t.namespace)
+            pod: dict[str, Any] = await self._call(self.core.read_namespaced_pod, t.name, t.namespace)
+            return pod
         return await self._read_workload(t.namespace, t.name, t.kind)

@@ -25,7 +25,7 @@ def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]
             pytest.fail(why)
         pytest.skip(why)
     state = tmp_path_factory.mktemp("realk8s")
-    env = {**os.environ, "PYTHON": os.environ.get("PYTHON", sys.executable), "REALK8S_DIR": str(state)}
+    env = {**os.environ, "PYTHON": sys.executable, "REALK8S_DIR": str(state)}  # its kubelet needs our packages
     up = subprocess.run(["bash", str(home / "up.sh")], env=env, capture_output=True, text=True, timeout=300)
     try:
         if up.returncode != 0:

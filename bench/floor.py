@@ -19,6 +19,7 @@ import re
 import statistics
 import time
 from dataclasses import dataclass
+from functools import partial
 
 # One exposition-format sample line: name, optional {labels} (greedy to the line's last `}`, so
 # a quoted `}` in a label value stays in the labels), value (a timestamp after it is left).
@@ -103,7 +104,7 @@ async def _rounds(ports: list[int], reps: int) -> tuple[list[float], list[float]
     for p in ports:
         req = (f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nAccept: text/plain;version=0.0.4\r\n"
                f"User-Agent: kvwatch-floor\r\n\r\n").encode()
-        _, proto = await loop.create_connection(lambda r=req: BareGet(r), "127.0.0.1", p)
+        _, proto = await loop.create_connection(partial(BareGet, req), "127.0.0.1", p)
         conns.append(proto)
     try:
         pages = await asyncio.gather(*(c.get() for c in conns))  # connect and warm

@@ -36,6 +36,7 @@ path (DirectSource's client, no parsing), CPU per page, alternating.
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import pairwise
 import argparse
 import asyncio
@@ -132,7 +133,7 @@ async def _bare_rounds(ports: list[int], rounds: int) -> tuple[float, int]:
     for p in ports:
         req = (f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nAccept: text/plain;version=0.0.4\r\n"
                f"User-Agent: kvwatch\r\n\r\n").encode()
-        _, proto = await loop.create_connection(lambda r=req: BareGet(r), "127.0.0.1", p)
+        _, proto = await loop.create_connection(partial(BareGet, req), "127.0.0.1", p)
         conns.append(proto)
     await asyncio.gather(*(c.get() for c in conns))  # warm
     c0, size = time.process_time(), 0
@@ -140,7 +141,8 @@ async def _bare_rounds(ports: list[int], rounds: int) -> tuple[float, int]:
         size = len((await asyncio.gather(*(c.get() for c in conns)))[0])
     cpu = time.process_time() - c0
     for c in conns:
-        c.transport.close()
+        if c.transport is not None:
+            c.transport.close()
     return cpu / (rounds * len(ports)), size
 
 

@@ -24,12 +24,19 @@ one at each step, for a before/after in one run. `--mem-trace` samples the kvwat
 RSS (and glibc's heap, and once a minute its object counts by type) every 15 s from inside it and
 prints the course of RSS over the whole run (for the hour: the steps, not only the end).
 
-Floor: the same pages fetched by a bare asyncio.Protocol HTTP/1.1 keep-alive client vs
-kvwatch's own fetch path (DirectSource's client, no parsing), CPU per page, alternating.
+Every row is read against the floor (bench/floor.py), measured on the same pages just before and
+after that row's run: a bare asyncio.Protocol keep-alive client fetching each page once plus a
+stdlib regex tokenising its samples and float() of each value, in % of one core at the row's
+endpoints x 1 Hz. "x floor" = kvwatch's CPU / the floor; the targets (256 pages at 1 Hz: --json
+<= 1.5x, the TUI <= 2.0x) are met or MISSES on it; the absolute % stays beside it.
+
+Client floor (`--floor-only`): the same pages fetched by the bare client vs kvwatch's own fetch
+path (DirectSource's client, no parsing), CPU per page, alternating.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from itertools import pairwise
 import argparse
 import asyncio
@@ -44,10 +51,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.fleetserve import PageFleet  # noqa: E402
+from bench.floor import BareGet, measure_floor  # noqa: E402
+from bench.floor import verdict as floor_verdict  # noqa: E402
 from bench.machine import describe, load_average  # noqa: E402
 from bench.procmeter import measure, spawn_piped, spawn_pty  # noqa: E402
 
-# issue 14: % of one core at 1 Hz (the TUI at 64 has no target of its own)
+# absolute targets, % of one core at 1 Hz (the TUI at 64 has none); the floor targets: bench/floor.py
 TARGETS = {("tui", 3): 2.0, ("json", 3): 2.0, ("tui", 256): 25.0, ("json", 256): 15.0,
            ("tui", 1024): 60.0, ("json", 1024): 60.0}
 KVWATCH = "import sys; from tui.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -112,44 +121,10 @@ def verdict(mode: str, n: int, cpu: float) -> str:
     target = TARGETS.get((mode, n))
     if target is None:
         return ""
-    return f"target < {target:g}%: {cpu / target:4.2f}x the target ({'meets' if cpu < target else 'MISSES'})"
+    return f"absolute target < {target:g}%: {'met' if cpu < target else 'MISSES'} ({cpu / target:4.2f}x)"
 
 
 # -- the client floor --------------------------------------------------------------------------
-
-
-class _BareGet(asyncio.Protocol):
-    """HTTP/1.1 keep-alive GET of one fixed URL; the least a client can spend per page."""
-
-    def __init__(self, request: bytes) -> None:
-        self.request = request
-        self.buf = bytearray()
-        self.need = -1
-        self.done: asyncio.Future | None = None
-
-    def connection_made(self, transport):
-        self.transport = transport
-
-    def get(self) -> asyncio.Future:
-        self.buf.clear()
-        self.need = -1
-        self.done = asyncio.get_running_loop().create_future()
-        self.transport.write(self.request)
-        return self.done
-
-    def data_received(self, data):
-        self.buf += data
-        if self.need < 0:
-            end = self.buf.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            head = bytes(self.buf[:end]).lower()
-            at = head.find(b"content-length:")
-            length = int(head[at + 15:head.find(b"\r\n", at) if head.find(b"\r\n", at) > 0 else None])
-            self.need = end + 4 + length
-            self.head = end + 4
-        if len(self.buf) >= self.need and not self.done.done():
-            self.done.set_result(bytes(self.buf[self.head:self.need]).decode("utf-8", "replace"))
 
 
 async def _bare_rounds(ports: list[int], rounds: int) -> tuple[float, int]:
@@ -158,7 +133,7 @@ async def _bare_rounds(ports: list[int], rounds: int) -> tuple[float, int]:
     for p in ports:
         req = (f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nAccept: text/plain;version=0.0.4\r\n"
                f"User-Agent: kvwatch\r\n\r\n").encode()
-        _, proto = await loop.create_connection(lambda r=req: _BareGet(r), "127.0.0.1", p)
+        _, proto = await loop.create_connection(partial(BareGet, req), "127.0.0.1", p)
         conns.append(proto)
     await asyncio.gather(*(c.get() for c in conns))  # warm
     c0, size = time.process_time(), 0
@@ -166,7 +141,8 @@ async def _bare_rounds(ports: list[int], rounds: int) -> tuple[float, int]:
         size = len((await asyncio.gather(*(c.get() for c in conns)))[0])
     cpu = time.process_time() - c0
     for c in conns:
-        c.transport.close()
+        if c.transport is not None:
+            c.transport.close()
     return cpu / (rounds * len(ports)), size
 
 
@@ -249,8 +225,11 @@ def main() -> int:
         return 0
     if len(trees) > 1:
         print("trees: " + "; ".join(f"{i}: {t}" for i, t in enumerate(trees)))
-    print(f"{'endpoints':>9} {'mode':<5} {'tree' if len(trees) > 1 else '':<4} {'CPU % core':>10} {'kept Hz':>8} "
-          f"{'RSS MiB':>8}  vs target (RSS at {args.warmup + args.window:g} s)")
+    print("floor = a bare asyncio.Protocol keep-alive client fetching each page once + a stdlib regex tokenising its "
+          "samples + float() of each value (bench/floor.py), measured on the same pages just before and after each "
+          "row's run, in % of one core at the row's endpoints x 1 Hz; x floor = CPU / floor")
+    print(f"{'endpoints':>9} {'mode':<5} {'tree' if len(trees) > 1 else '':<4} {'CPU % core':>10} {'floor %':>8} "
+          f"{'x floor':>8} {'kept Hz':>8} {'RSS MiB':>8}  vs targets (RSS at {args.warmup + args.window:g} s)")
     scratch = Path(tempfile.mkdtemp(prefix="kvwatch-bench-"))
     config = os.devnull + ".none"  # the product's defaults
     if args.history:
@@ -272,10 +251,17 @@ def main() -> int:
                     if args.loop_lag or args.mem_trace:
                         env["PYTHONPATH"] += os.pathsep + str(Path(__file__).resolve().parent / "probe")
                     started = time.monotonic()
+                    before = measure_floor(fleet.ports)
                     w = run_tool(kvwatch_argv(fleet.urls, mode), env, mode, fleet, args.warmup, args.window)
+                    after = measure_floor(fleet.ports)
+                    floor_pct = statistics.mean([before.pct_core(n), after.pct_core(n)])
+                    ratio = w.cpu_pct / floor_pct
                     note = "" if w.alive else "  (exited before the window ended)"
-                    print(f"{n:>9} {mode:<5} {i if len(trees) > 1 else '':<4} {w.cpu_pct:>10.1f} {w.hz:>8.2f} "
-                          f"{w.rss_mib:>8.0f}  {verdict(mode, n, w.cpu_pct)}{note}", flush=True)
+                    judged = "; ".join(v for v in (floor_verdict(mode, n, ratio), verdict(mode, n, w.cpu_pct)) if v)
+                    print(f"{n:>9} {mode:<5} {i if len(trees) > 1 else '':<4} {w.cpu_pct:>10.1f} {floor_pct:>8.1f} "
+                          f"{ratio:>7.2f}x {w.hz:>8.2f} {w.rss_mib:>8.0f}  {judged}{note}", flush=True)
+                    print(f"{'':>16}{before.describe()} before; {after.per_page_s * 1e6:.0f} us after; "
+                          f"{load_average()}", flush=True)
                     if args.loop_lag:
                         print(f"{'':>16}{loop_lag(lag, w)}", flush=True)
                     if args.mem_trace:

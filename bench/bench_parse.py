@@ -1,14 +1,20 @@
 """Parse cost of one real-size vLLM V1 page: kvwatch's targeted parser vs prometheus_client.
 
-    .venv/bin/python bench/bench_parse.py [--repeat 5]
+    .venv/bin/python bench/bench_parse.py [--repeat 5] [--against OTHER_CHECKOUT]
 
 Prints milliseconds per page. "warm" = the series cache already holds this page's label sets
-(every scrape after the first); "cold" = cache cleared before each parse (first scrape).
+(every scrape after the first); "cold" = cache cleared before each parse (first scrape). The
+floor (bench/floor.py: a stdlib regex splitting every sample into name, labels and value, and
+float() of each value) is timed on the same page, and kvwatch's parse given as a ratio to it.
+`--against PATH` times another checkout's parser (its tui/core/metrics/parser.py) on the same
+page, alternating with this one, for a before/after in one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import statistics
 import sys
 import timeit
 from pathlib import Path
@@ -17,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
+from floor import tokenise  # noqa: E402
 from realpage import render_v1_page  # noqa: E402
 
 from tui.core.metrics import parser  # noqa: E402
@@ -47,7 +54,9 @@ def per_call_ms(fn, number: int, repeat: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--against", type=Path, help="another checkout whose parser to time beside this one")
     args = ap.parse_args()
+    other = _load_parser(args.against) if args.against else None
 
     pages = [("built-in V1 page (bench/realpage.py)", render_v1_page())]
     sim = sim_page()
@@ -56,6 +65,28 @@ def main() -> None:
     for title, page in pages:
         print(f"== {title}")
         bench_page(page, args.repeat)
+        if other is not None:
+            against(page, other, args.against, args.repeat)
+
+
+def _load_parser(tree: Path):
+    spec = importlib.util.spec_from_file_location("other_parser", tree / "tui/core/metrics/parser.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["other_parser"] = mod  # dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def against(page: str, other, tree: Path, repeat: int) -> None:
+    assert other.parse(page, VLLM_WANTED).samples == parser.parse(page, VLLM_WANTED).samples
+    ours, theirs = [], []
+    for _ in range(max(5, repeat)):  # alternating, so a change in the machine's load reaches both
+        theirs.append(per_call_ms(lambda: other.parse(page, VLLM_WANTED), 200, 1))
+        ours.append(per_call_ms(lambda: parser.parse(page, VLLM_WANTED), 200, 1))
+    o, t = statistics.median(ours), statistics.median(theirs)
+    print(f"wanted names (warm), alternating medians: this tree {o:.3f} ms, {tree} {t:.3f} ms "
+          f"({o / t:.2f}x); the same samples")
 
 
 def bench_page(page: str, repeat: int) -> None:
@@ -83,7 +114,11 @@ def bench_page(page: str, repeat: int) -> None:
         print(f"{label:<52} {ms:7.3f} ms/page   {ms * 256:7.1f} ms per 256 replicas")
     ref = results["prometheus_client text_string_to_metric_families"]
     ours = results["kvwatch parse, wanted names (warm)"]
+    floor = per_call_ms(lambda: tokenise(page), 200, repeat)
     print(f"speed-up (wanted, warm) vs prometheus_client: {ref / ours:.0f}x")
+    print(f"floor (regex tokenise + float() of every sample): {floor:.3f} ms/page; kvwatch parse, wanted names "
+          f"(warm) = {ours / floor:.2f}x the floor, with to_sample "
+          f"{results['kvwatch parse + to_sample (warm)'] / floor:.2f}x")
 
 if __name__ == "__main__":
     main()

@@ -8,7 +8,9 @@ install or fails to start is reported and skipped; the run goes on. Each tool ru
 pty (drawing included) at a 1 s interval against the same static real-size pages
 (bench/fleetserve.py), in turn, per endpoint count; the table gives each tool's whole-process
 CPU (% of one core), refreshes kept (/metrics requests per endpoint per second, counted by
-the page server) and RSS after the window, and kvwatch's CPU as a ratio to each peer's.
+the page server) and RSS after the window, kvwatch's CPU as a ratio to each peer's, and each
+tool's CPU per page kept as a ratio to the floor (bench/floor.py) measured on the same pages
+before and after the tools ran: the figure that carries from one machine to another.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.bench_fleet_cpu import kvwatch_argv, kvwatch_env, run_tool  # noqa: E402
 from bench.fleetserve import PageFleet  # noqa: E402
+from bench.floor import measure_floor  # noqa: E402
 from bench.machine import describe, load_average  # noqa: E402
 
 PEERS = ("vllm-htop", "vllmstat")
@@ -76,12 +79,16 @@ def main() -> int:
         print("peers: " + (", ".join(f"{k} {v}" for k, v in versions.items()) or "none installed"))
         print(f"each tool in a 200x50 pty (drawing included, each with its default history), 1 s interval, "
               f"warm-up {args.warmup:g} s, window {args.window:g} s, in turn")
-        print(f"{'endpoints':>9} {'tool':<12} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8} {'CPU ms/page':>11}  "
-              f"kvwatch/this: CPU, CPU per page kept")
+        print("floor: a bare asyncio.Protocol keep-alive client fetching each page once + a stdlib regex tokenising "
+              "its samples + float() (bench/floor.py), on the same pages before and after the tools; x floor = the "
+              "tool's CPU per page kept / the floor's CPU per page")
+        print(f"{'endpoints':>9} {'tool':<12} {'CPU % core':>10} {'kept Hz':>8} {'RSS MiB':>8} {'CPU ms/page':>11} "
+              f"{'x floor':>8}  kvwatch/this: CPU, CPU per page kept")
         env = kvwatch_env()
         peer_env = {k: v for k, v in env.items() if k != "PYTHONPATH"}
         for n in args.endpoints:
             with PageFleet(n) as fleet:
+                before = measure_floor(fleet.ports)
                 rows = [("kvwatch", run_tool(kvwatch_argv(fleet.urls, "tui"), env, "tui", fleet,
                                              args.warmup, args.window))]
                 for name in versions:
@@ -90,6 +97,11 @@ def main() -> int:
                                                     args.warmup, args.window)))
                     except OSError as e:
                         print(f"{n:>9} {name:<12} failed to start: {e}")
+                after = measure_floor(fleet.ports)
+                floor_ms = (before.per_page_s + after.per_page_s) / 2 * 1e3
+                print(f"{n:>9} {'floor':<12} {floor_ms * n / 10:>10.1f} {1.0:>8.2f} {'':>8} {floor_ms:>11.2f} "
+                      f"{1.0:>7.2f}x  ({before.describe()} before; {after.per_page_s * 1e6:.0f} us after; "
+                      f"{load_average()})", flush=True)
                 # a tool that keeps fewer refreshes does less work: compare CPU per page it kept too
                 per_page = {name: w.cpu_pct * 10 / (w.hz * n) if w.hz else float("nan") for name, w in rows}
                 ours, ours_pp = rows[0][1].cpu_pct, per_page["kvwatch"]
@@ -97,8 +109,8 @@ def main() -> int:
                     ratio = "" if name == "kvwatch" or not w.cpu_pct else \
                         f"{ours / w.cpu_pct:5.2f}x, {ours_pp / per_page[name]:5.2f}x"
                     note = "" if w.alive else "  (exited before the window ended)"
-                    print(f"{n:>9} {name:<12} {w.cpu_pct:>10.1f} {w.hz:>8.2f} {w.rss_mib:>8.0f} {per_page[name]:>11.2f}  "
-                          f"{ratio}{note}", flush=True)
+                    print(f"{n:>9} {name:<12} {w.cpu_pct:>10.1f} {w.hz:>8.2f} {w.rss_mib:>8.0f} {per_page[name]:>11.2f} "
+                          f"{per_page[name] / floor_ms:>7.2f}x  {ratio}{note}", flush=True)
     finally:
         if not args.venv:
             shutil.rmtree(venv, ignore_errors=True)

@@ -408,3 +408,16 @@ def test_a_long_first_sample_line_is_still_metrics():
 def test_protobuf_is_named():
     why = not_metrics_reason("\x8d\x01", "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily")
     assert why is not None and "protobuf" in why
+
+
+def test_type_lines_read_the_same_on_every_scrape():
+    # TYPE lines seen before are remembered: the second scrape of a page must read exactly as
+    # the first, and a malformed TYPE line is reported on every page, never remembered
+    page = ("# HELP a_total x\n# TYPE a_total counter\n# TYPE b gauge\n# TYPE bad name gauge\n"
+            "# HELPless comment\na_total 1\nb 2\n")
+    first, *later = (parse(page) for _ in range(3))  # names validated on the first, lines remembered on the second
+    for again in later:
+        assert first.families == again.families == {"a_total": "counter", "b": "gauge"}
+        assert first.error_count == again.error_count == 1
+        assert first.errors == again.errors
+        assert first.samples == again.samples

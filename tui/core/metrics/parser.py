@@ -117,6 +117,9 @@ _BLANK = " \t"
 _SERIES_CACHE: dict[str, tuple[str, Labels | None]] = {}
 _SERIES_CACHE_MAX = 100_000
 _VALID_NAMES: set[str] = set()  # metric names already validated (label-less series, TYPE lines)
+# `# TYPE name type` lines read by the fast path: the same lines open the same families on every
+# scrape, so a line seen before is one lookup. Bounded like the series cache.
+_TYPE_LINES: dict[str, tuple[str, str]] = {}
 _TYPES = frozenset(
     {"counter", "gauge", "histogram", "summary", "untyped", "unknown", "info", "stateset", "gaugehistogram"}
 )
@@ -149,6 +152,12 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
         if not line:
             continue
         if line[0] == "#":
+            if line.startswith("# HELP"):
+                continue  # a plain comment (never `# EOF` or `# TYPE`)
+            known = _TYPE_LINES.get(line)
+            if known is not None:  # this exact TYPE line was read and found valid before
+                families[known[0]] = known[1]
+                continue
             if line.startswith("# EOF") and not line[5:].strip():
                 # OpenMetrics' end of the page: nothing after it is part of it
                 if _rest_has_text(text, lineno):
@@ -158,6 +167,9 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 name, sep, typ = line[7:].partition(" ")
                 if sep and typ in _TYPES and name in _VALID_NAMES and line[6] == " ":
                     families[name] = typ
+                    if len(_TYPE_LINES) >= _SERIES_CACHE_MAX:
+                        _TYPE_LINES.clear()
+                    _TYPE_LINES[line] = (name, typ)
                 else:
                     _comment(line, lineno, page)
             continue

@@ -131,6 +131,11 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
                               and not any(v.verdict in ("kv-pressure", "overloaded") for v in app.monitor.state.replicas)
                               and not app.monitor.state.alarms,
                               what=lambda: body(app)[:600] + describe(app), limit=600)
+        # confirmed on the evidence it lists: latency compared with the workload's pre-incident
+        # baseline (the new pods were born into the incident), no criterion short of its data
+        verify = body(app)[body(app).rfind("Verify:"):]
+        assert re.search(r"✔ TTFT p95 \S+ s vs \S+ s before the incident", verify), verify
+        assert "not yet" not in verify and "…" not in verify, verify
         assert sum("starting" in v for v in seen.values()) >= n  # new pods showed `starting`, never `down`
         assert not any("down" in v for v in seen.values()), seen
 

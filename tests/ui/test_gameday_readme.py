@@ -84,7 +84,7 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         await until(pilot, lambda: "Guided runbook: KV-cache preemption thrash" in body(app))
         # one model of the replica's capacity: the runbook's cap step shows the planner's figure
         fits = app.screen.plan.suggested_max_num_seqs
-        assert fits and f"max-num-seqs that fits = " in body(app) and f"-> {fits}" in body(app)
+        assert fits and "max-num-seqs that fits = " in body(app) and f"-> {fits}" in body(app)
         # `e` edit engine args, preset "cut max-num-seqs 50%"
         await pilot.press("e")
         form = await until(pilot, lambda: isinstance(app.screen, EditArgsScreen) and app.screen.cmd and app.screen)

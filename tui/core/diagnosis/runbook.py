@@ -185,7 +185,7 @@ class Runbook:
             "verification": {"met": v.met, "confirmed": v.confirmed, "since": v.since,
                              "confirmed_at": v.confirmed_at, "text": v.text,
                              "criteria": [{"key": c.key, "label": c.label, "met": c.met, "held": c.held,
-                                           "text": c.text}
+                                           "status": c.status, "text": c.text}
                                           for c in v.criteria]},
         }
 

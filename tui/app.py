@@ -27,6 +27,7 @@ from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
 from tui.core.perf import release_memory
+from tui.core.diagnosis.incidents import IncidentMemory
 from tui.core.refresh_rate import RefreshMeter
 from tui.core.textsafe import redact
 
@@ -118,6 +119,7 @@ class KvwatchApp(App):
         self.bell_on = self.config.bell
         self.flash: Flash | None = None  # the latest message, on every screen's flash line
         self.pressure = PressureAlerts()  # entries into kv-pressure (tui/alerts.py)
+        self.incidents = IncidentMemory()  # per workload: what the runbook verifies recovery from
         self.alerts = self.pressure.alerts  # (ts, replicas entering kv-pressure)
         self.notices = list(notices) + [str(p) for p in self.config.problems]
         # NO_COLOR / no colours: the monochrome theme, and no colour escape sequence at all.

@@ -82,6 +82,9 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         await until(pilot, lambda: isinstance(app.screen, TriageScreen))
         await pilot.press("g")
         await until(pilot, lambda: "Guided runbook: KV-cache preemption thrash" in body(app))
+        # one model of the replica's capacity: the runbook's cap step shows the planner's figure
+        fits = app.screen.plan.suggested_max_num_seqs
+        assert fits and "max-num-seqs that fits = " in body(app) and f"-> {fits}" in body(app)
         # `e` edit engine args, preset "cut max-num-seqs 50%"
         await pilot.press("e")
         form = await until(pilot, lambda: isinstance(app.screen, EditArgsScreen) and app.screen.cmd and app.screen)
@@ -91,7 +94,13 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         # confirm the diff, watch the rollout
         await pilot.press("f8")  # review & apply
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
-        assert dialog.plan.preflight.status == "ok"  # a cut of max-num-seqs does not shrink the KV pool
+        # a cut of max-num-seqs does not shrink the KV pool, but 32 is above what the plan says
+        # fits: the preflight says so with the runbook's and the planner's figure, never "ok"
+        pf = dialog.plan.preflight
+        if fits < 32:
+            assert pf.status == "warn" and any(f"max-num-seqs 32 > {fits} that fits" in m for m in pf.messages), pf
+        else:
+            assert pf.status == "ok", pf
         await pilot.press("tab", "enter")
         rollout = await until(pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen)
         await refreshed_until(lambda: rollout.status is not None and rollout.status.state == "done",
@@ -113,6 +122,11 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         n = int(re.search(r"scale out to (\d+) replicas \(now 4\)", text).group(1))
         assert n > 4 and f"-> {n} replicas (now 4)" in text and "req/s" in text
         assert "raise --max-num-seqs" not in text  # never the opposite remedy in the same view
+        # the planner agrees with the table (no preemption at the cap) and with the runbook (no
+        # room to raise the cap): it neither predicts preemption at 32 nor suggests more
+        plan = app.screen.plan
+        assert not any("vLLM preempts" in ln for ln in plan.lines), plan.lines
+        assert plan.suggested_max_num_seqs is None or plan.suggested_max_num_seqs <= 32, plan.lines
         # `s`: the scale prompt is pre-filled with the computed count
         await pilot.press("s")
         prompt = await until(pilot, lambda: isinstance(app.screen, PromptScreen) and app.screen)
@@ -131,6 +145,11 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
                               and not any(v.verdict in ("kv-pressure", "overloaded") for v in app.monitor.state.replicas)
                               and not app.monitor.state.alarms,
                               what=lambda: body(app)[:600] + describe(app), limit=600)
+        # confirmed on the evidence it lists: latency compared with the workload's pre-incident
+        # baseline (the new pods were born into the incident), no criterion short of its data
+        verify = body(app)[body(app).rfind("Verify:"):]
+        assert re.search(r"✔ TTFT p95 \S+ s vs \S+ s before the incident", verify), verify
+        assert "not yet" not in verify and "…" not in verify, verify
         assert sum("starting" in v for v in seen.values()) >= n  # new pods showed `starting`, never `down`
         assert not any("down" in v for v in seen.values()), seen
 

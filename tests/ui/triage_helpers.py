@@ -48,12 +48,13 @@ def sized_page(n: int, cache: dict[str, str]) -> Sample:
 
 class TriageSource(ScriptedSource):
     """ScriptedSource plus profiles for these tests and the pods of a (simulated) cluster:
-    `recovering` (pressure for `recover_after` polls, then clean), `sized` (pressure with
+    `recovering` (calm for `calm_for` polls, pressure for `recover_after`, then clean), `sized` (pressure with
     request-length histograms and cache_config labels)."""
 
     def __init__(self, profiles: dict[str, str], pods: dict[str, PodInfo] | None = None, *,
-                 recover_after: int = 6, cache: dict[str, str] | None = None, **kw) -> None:
+                 recover_after: int = 6, calm_for: int = 0, cache: dict[str, str] | None = None, **kw) -> None:
         super().__init__(profiles, **kw)
+        self.calm_for = calm_for
         self.pods = pods or {}
         self.recover_after = recover_after
         self.cache = dict(cache or V0_LOG_CACHE)
@@ -64,10 +65,14 @@ class TriageSource(ScriptedSource):
         n = self.n
         for name, prof in self.profiles.items():
             if prof == "recovering":
-                k = min(n, self.recover_after)  # the preemption counter stops when pressure ends
-                pressured = n <= self.recover_after
+                # calm for `calm_for` polls (the latency baseline), pressure, then clean
+                k = min(max(n - self.calm_for, 0), self.recover_after)  # preemptions stop when pressure ends
+                pressured = self.calm_for < n <= self.calm_for + self.recover_after
+                slow = 10 * k  # TTFT: 10 requests a poll, ~4 s under pressure, ~80 ms otherwise
+                fast = 10 * n - slow
+                ttft = (0, fast, fast, fast, fast, fast, fast + slow, fast + slow)
                 s = Scrape(self.t, name, page(0.97 if pressured else 0.4, 3 if pressured else 30,
-                                              12 if pressured else 0, 4.0 * k, 300.0 * n),
+                                              12 if pressured else 0, 4.0 * k, 300.0 * n, ttft),
                            gpu=gpu(92, 35 if pressured else 70), group="grp")
             elif prof == "sized":
                 s = Scrape(self.t, name, sized_page(n, self.cache), gpu=gpu(92, 35), group="grp")

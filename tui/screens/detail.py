@@ -45,8 +45,9 @@ PLOTS = (
 
 
 def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool = False,
-                  full: bool = False) -> Text:
-    """The evidence block; `full` shows label values (the model name) uncut."""
+                  full: bool = False, rate_s: float = 30.0) -> Text:
+    """The evidence block; `full` shows label values (the model name) uncut; `rate_s`: the
+    window of the rates (the table's), said beside them."""
     m = v.metrics
     t = Text()
     t.append(label(v.verdict, ascii=ascii), style=f"bold {pal.get(colour_var(v.verdict), '')}")
@@ -81,7 +82,7 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
         dim = "dim"
     t.append(
         f"KV {pct(m.kv_usage, 100)}  waiting {num(m.waiting)}  running {num(m.running)}  "
-        f"batch p95 {num(m.batch_p95)}  preempt {rate(m.preemptions_per_s)}/s  "
+        f"batch p95 {num(m.batch_p95)}  preempt {rate(m.preemptions_per_s)}/s ({rate_s:.0f} s)  "
         f"GPU mem {pct(m.gpu_memory_pct)} util {pct(m.gpu_util_pct)}  CPU {num(m.cpu_cores, 2)} cores\n"
         f"TTFT p50/p95/p99 {secs(m.ttft_p50_s)}/{secs(m.ttft_p95_s)}/{secs(m.ttft_p99_s)}  "
         f"ITL p95 {secs(m.itl_p95_s)}  e2e p95 {secs(m.e2e_p95_s)}  queue p95 {secs(m.queue_p95_s)}  "
@@ -154,7 +155,8 @@ class DetailScreen(Screen):
             self._gone(state)
             return
         self.last_view, self.gone_since, self.frozen_at = view, None, None
-        ev = evidence_text(view, state.ts, self.app.palette(), self.app.ascii, self.full_labels)
+        ev = evidence_text(view, state.ts, self.app.palette(), self.app.ascii, self.full_labels,
+                           self.app.monitor.windows.rate_s)
         self.query_one("#evidence", Static).update(asciify(ev) if self.app.ascii else ev)
         snap = self.app.monitor.replica_snapshot(self.replica)
         if snap is None:
@@ -174,7 +176,8 @@ class DetailScreen(Screen):
         t = Text(f" gone since {when} ", style="bold reverse")
         t.append(f" {clean(self.replica)} left the fleet (pod deleted or replaced); its last values:\n", style="bold")
         if self.last_view is not None:
-            t.append_text(evidence_text(self.last_view, state.ts, self.app.palette(), self.app.ascii))
+            t.append_text(evidence_text(self.last_view, state.ts, self.app.palette(), self.app.ascii,
+                                        rate_s=self.app.monitor.windows.rate_s))
         self.query_one("#evidence", Static).update(asciify(t) if self.app.ascii else t)
         if self._pts:
             self._draw(self._pts, state.ts)

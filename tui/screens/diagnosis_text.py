@@ -27,7 +27,7 @@ TRIAGE_MARK = {
     OK: ("✔", "+", "pass", "success"),
     WARN: ("!", "!", "warn", "warning"),
     BAD: ("✗", "X", "fail", "error"),
-    MISSING: ("?", "?", "missing", "text-muted"),
+    MISSING: ("?", "?", "no data", "text-muted"),
 }
 
 # runbook step status -> (symbol, ascii, palette variable); the word is the status itself
@@ -40,6 +40,15 @@ STEP_MARK = {
     "met": ("✔", "+", "success"),
     "not-met": ("✗", "X", "error"),
 }
+# recovery criterion status -> (symbol, palette variable): a tick only for one met on its data
+_CRITERION_MARK = {"met": ("✔", "success"), "not-yet": ("…", "warning"), "not-met": ("✗", "error"),
+                   "unknown": ("?", "text-muted")}
+
+
+def asciify_mark(mark: str) -> str:
+    return {"✔": "+", "…": "~", "✗": "X"}.get(mark, mark)
+
+
 # the answer to each question of the flow that means "all right, carry on"
 _GOOD_ANSWER = {"node": "yes", "oom": "no", "deploy": "no"}
 
@@ -295,11 +304,12 @@ def _step_text(t: Text, n: int, s: Step, current: bool, keyinfo: KeyInfo, pal: M
     for e in shown:
         _evidence_line(t, e, ascii, "      ")
     if s.id == "verify":
-        for e in s.evidence:
-            mark = ("+" if ascii else "✔") if e.value is True else (("X" if ascii else "✗") if e.value is False else "?")
-            style = _style(pal, "success") if e.value is True else (_style(pal, "error") if e.value is False else "dim")
-            t.append(f"      {mark} ", style=style)
-            t.append(clean(e.text) + "\n", style=style if e.value is not None else "dim italic")
+        for e in s.evidence:  # e.value: the criterion's status (runbook.Criterion.status)
+            mark, var = _CRITERION_MARK.get(str(e.value), ("?", "text-muted"))
+            style = _style(pal, var)
+            t.append(f"      {asciify_mark(mark) if ascii else mark} ", style=style)
+            t.append(clean(e.text) + ("  (not yet)" if e.value == "not-yet" else "") + "\n",
+                     style=style if e.value != "unknown" else "dim italic")
     if s.id == "deploy" and s.details:
         t.append("      args diff of the rollout:\n", style="bold")
         for d in s.details:

@@ -97,6 +97,22 @@ class EditArgsScreen(Screen):
             return None
         return next((v for v in state.replicas if v.name == self.replica), None)
 
+    def capacity_fit(self) -> tuple[int | None, str]:
+        """The max-num-seqs that fits the replica's traffic, from its capacity plan (the figure
+        the runbook's cap step and the planner `c` give), for the preflight."""
+        snap = self.app.monitor.replica_snapshot(self.replica) if self.replica else None
+        if snap is None:
+            return None, ""
+        from tui.core.diagnosis.capacity import plan_for_history
+
+        def arg(name: str) -> int | None:
+            v = self.cmd.value(name) if self.cmd is not None else None
+            return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        p = plan_for_history(snap.history, t=self.app.monitor.thresholds, max_model_len=arg("max-model-len"),
+                             current_max_num_seqs=arg("max-num-seqs"))
+        return p.suggested_max_num_seqs, "capacity plan, as the runbook and `c` say"
+
     @property
     def cache_config(self) -> Mapping[str, Any]:
         if self._cache_config is not None:
@@ -392,11 +408,12 @@ class EditArgsScreen(Screen):
         self.busy = True
         self.query_one("#edit-apply", Button).disabled = True
         try:
+            fits, why = self.capacity_fit()
             try:
                 plan = await self.cluster.plan_edit_args(EditArgsRequest(
                     self.namespace, self.name_, self.raw_changes_typed(), kind=self.kind,
                     container=self.cmd.container if self.cmd else None, cache_config=self.cache_config or None,
-                    generation=self.generation))
+                    generation=self.generation, fits_max_num_seqs=fits, fits_why=why))
             except ClusterError as e:
                 self.app.notify(clean(e.message), title="edit", severity="error", timeout=10, markup=False)
                 return

@@ -195,9 +195,15 @@ class TriageScreen(MitigationMixin, Screen):
         self.plan = self._capacity(h)
         if self.mode == "capacity":
             return capacity_text(self.plan, pal, self.keyinfo, self.app.ascii)
+        # the workload's incident (its start, the latency before it) outlives the pods it began on
+        key = view.group or self.replica
+        inc = self.app.incidents.get(key, now)
         self.book = runbook(h, now, t, finding=view.finding, rollouts=f.rollouts, applied=f.applied,
                             capacity=self.plan, logs=f.logs, args=f.args,
-                            scale=workload_scale_out(self.app.monitor, view.group, now))
+                            scale=workload_scale_out(self.app.monitor, view.group, now),
+                            incident_start=inc.start if inc is not None else None,
+                            baselines=inc.baselines if inc is not None else None)
+        self.app.incidents.note(key, self.book)
         return runbook_text(self.book, self.keyinfo, pal, self.app.ascii, kv_breached(h, now, t))
 
     def _capacity(self, h) -> CapacityPlan:

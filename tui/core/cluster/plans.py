@@ -107,7 +107,8 @@ def build_edit_plan(
     except A.ArgError as e:
         return ActionPlan("edit", target, "edit engine args", errors=(str(e),), **flags)
     warnings.extend(rw.notes)
-    pf = A.kv_preflight(cmd, v.changes, req.cache_config, req.gpu_total_bytes, req.kv_bytes_token)
+    pf = A.kv_preflight(cmd, v.changes, req.cache_config, req.gpu_total_bytes, req.kv_bytes_token,
+                        fits=req.fits_max_num_seqs, fits_why=req.fits_why)
     if pf.status in ("fail", "warn"):
         warnings.extend(pf.messages)
     base = f"/spec/template/spec/containers/{idx}"

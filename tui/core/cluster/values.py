@@ -157,6 +157,10 @@ class EditArgsRequest:
     kv_bytes_token: float | None = None
     generation: str = "v1"
     observed: Mapping[str, Any] | None = None
+    # the replica's capacity plan (diagnosis.capacity, as the runbook and the planner read it):
+    # the max-num-seqs that fits its traffic, and where that figure came from
+    fits_max_num_seqs: int | None = None
+    fits_why: str = ""
 
 
 class PlanFlags(TypedDict):

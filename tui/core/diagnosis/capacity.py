@@ -15,7 +15,7 @@ The suggested max-num-seqs is what fits the observed p95 prompt + p95 output per
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from ..engines.vllm import DTYPE_BYTES
@@ -320,5 +320,43 @@ def plan_for_history(h: ReplicaHistory, *, window_s: float = 600.0, max_model_le
     p95o = g_hist.quantile(0.95) if g_hist is not None else None
     if current_max_num_seqs is None and h.latest.max_num_seqs:
         current_max_num_seqs = int(h.latest.max_num_seqs)
-    return plan(cache_config=labels, max_model_len=max_model_len, arch=arch, p95_prompt=p95p, p95_output=p95o,
-                output_source=src, current_max_num_seqs=current_max_num_seqs, headroom=t.capacity_headroom, **kw)
+    p = plan(cache_config=labels, max_model_len=max_model_len, arch=arch, p95_prompt=p95p, p95_output=p95o,
+             output_source=src, current_max_num_seqs=current_max_num_seqs, headroom=t.capacity_headroom, **kw)
+    return calibrated(p, h, t)
+
+
+def observed_fit(h: ReplicaHistory, t: Thresholds, window_s: float = 120.0) -> tuple[int, float] | None:
+    """(sequences the replica ran at once, its peak KV usage) over the last `window_s` with no
+    preemption at all and KV below the ceiling: that many fit, whatever the p95 arithmetic says."""
+    win = h.window(window_s)
+    if len(win) < 3:
+        return None
+    pre = [v for s in win if (v := s.page.value("preemptions")) is not None]
+    if len(pre) < len(win) or pre[-1] > pre[0]:
+        return None  # preempting (or not exposed): no evidence of what fits
+    runs = [v for s in win if (v := s.page.value("running")) is not None]
+    kvs = [v for s in win if (v := s.page.value("kv_usage")) is not None]
+    if len(runs) < len(win) or len(kvs) < len(win):
+        return None
+    peak = max(kvs)
+    if peak >= t.kv_high:
+        return None
+    return int(min(runs[-3:])), peak  # held for the last three scrapes, not a passing peak
+
+
+def calibrated(p: CapacityPlan, h: ReplicaHistory, t: Thresholds) -> CapacityPlan:
+    """The plan, held to what the replica was seen doing: a batch it ran without preempting fits
+    (the p95-shaped estimate counts every sequence at its longest, all at once). The one model of
+    the replica's capacity: the planner, the runbook's cap step and the edit preflight read it."""
+    seen = observed_fit(h, t)
+    if p.suggested_max_num_seqs is None or seen is None or seen[0] <= p.suggested_max_num_seqs:
+        return p
+    n, peak = seen
+    lines = [ln for ln in p.lines if not ln.startswith("current max-num-seqs")]
+    lines.append(f"observed: {n} sequences at once with KV peak {peak:.2f} and no preemption in the last "
+                 f"2 min: {n} fit -> {n}")
+    cur = p.current_max_num_seqs
+    if cur:
+        lines.append(f"current max-num-seqs {cur} <= {n}: the cap fits the traffic it serves"
+                     if cur <= n else f"current max-num-seqs {cur} > {n} seen fitting: above that, not yet observed")
+    return replace(p, suggested_max_num_seqs=n, lines=tuple(lines), suggest={**p.suggest, "max-num-seqs": str(n)})

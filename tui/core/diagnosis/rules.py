@@ -173,12 +173,15 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         enough = recent is not None and math.isfinite(recent) and round(recent) >= t.preempt_min_count
         preempting = rate > t.preempt_rate and enough
         n = f"{recent:.0f} in the last {t.recent_points} intervals" if recent is not None else ""
+        # the rate of the last interval, said so (the table's PRE/s is over the rate window); the
+        # count of the last intervals once: its own line follows while KV-pressured
+        over = f" over the last {_fmt(p.dt)} s" if p.dt else ""
         if preempting:
-            text = f"{pre}/s {_fmt(rate)} > {_fmt(t.preempt_rate)} ({n})"
+            text = f"{pre}/s {_fmt(rate)}{over} > {_fmt(t.preempt_rate)}" + (f" ({n})" if n and not in_kv else "")
         elif rate > t.preempt_rate:
-            text = f"{pre}/s {_fmt(rate)}, but only {n} (< {t.preempt_min_count}: not thrash)"
+            text = f"{pre}/s {_fmt(rate)}{over}, but only {n} (< {t.preempt_min_count}: not thrash)"
         else:
-            text = f"{pre}/s {_fmt(rate)} (not > {_fmt(t.preempt_rate)})"
+            text = f"{pre}/s {_fmt(rate)}{over} (not > {_fmt(t.preempt_rate)})"
         c.add("preempt", Evidence("preemptions_per_s", rate, t.preempt_rate, ">", preempting, text))
     recently = False
     if in_kv and recent is not None:
@@ -397,6 +400,9 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
     # the queue's persistence and the room to raise the cap are the case of the two queue
     # verdicts only; elsewhere they are noise
     drop = {"util" if v == V.COMPUTE_BOUND else "util_high"} | ({"room", "queue"} - set(first))
+    wait, wcap = c.ev.get("waiting"), c.ev.get("wcap")
+    if wait is not None and wcap is not None and wcap.value is not None and wcap.value == wait.value:
+        drop.add("waiting")  # all of the queue waits for capacity: one line says both
     dropped = [c.ev[k] for k in drop if k in c.ev]
     return [e for e in c.ordered(first) if not any(e is d for d in dropped)]
 

@@ -135,6 +135,16 @@ class Criterion:
     met: bool | None  # met now; None = cannot tell (data missing)
     text: str
     held: bool | None = None  # met continuously for the recovery window (time-based criteria)
+    exposed: bool = True  # False: the replica does not expose the signal (it cannot hold recovery back)
+
+    @property
+    def status(self) -> str:
+        """met / not-yet (met now, short of its window or its data) / not-met / unknown."""
+        if self.met is None:
+            return "unknown"
+        if not self.met:
+            return "not-met"
+        return "not-yet" if self.held is False else "met"
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +155,8 @@ class Verification:
     since: float | None  # when the replica last breached (start of the clean run)
     confirmed_at: float | None
     text: str
+    # the pre-incident latency p95 per signal ("ttft", "itl") compared with; None where none
+    baselines: Mapping[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +185,7 @@ class Runbook:
             "verification": {"met": v.met, "confirmed": v.confirmed, "since": v.since,
                              "confirmed_at": v.confirmed_at, "text": v.text,
                              "criteria": [{"key": c.key, "label": c.label, "met": c.met, "held": c.held,
-                                           "text": c.text}
+                                           "status": c.status, "text": c.text}
                                           for c in v.criteria]},
         }
 
@@ -181,8 +193,47 @@ class Runbook:
 # -- verification -----------------------------------------------------------------------------
 
 
-def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float | None) -> Verification:
-    """The runbook's recovery criteria over the last `recovery_window_s` seconds."""
+CALM_BASELINE_S = 60.0  # the shortest calm stretch a latency baseline is taken from
+
+
+def _calm(kv: float | None, waiting: float | None, preempted: bool, t: Thresholds) -> bool:
+    return not preempted and (kv is None or kv < t.kv_high) and (waiting is None or waiting < t.waiting_min)
+
+
+def pre_incident(h: ReplicaHistory, name: str, incident_start: float | None, t: Thresholds) -> float | None:
+    """p95 of histogram `name` over the calm stretch of `h` before the incident's start (in the
+    max(recovery window, 5 min) before it; at least CALM_BASELINE_S long): KV off the ceiling, no
+    queue, no preemption. A replica born into the incident (a rollout's new pod) has none: its
+    first minutes are no baseline."""
+    if incident_start is None:
+        return None
+    scr = [s for s in h.scrapes.since(incident_start - max(t.recovery_window_s, 300.0), incident_start)
+           if s.ts < incident_start]
+    first = last = None
+    for i in range(len(scr) - 1, -1, -1):  # back over the onset, then the calm stretch before it
+        s = scr[i]
+        pre, prev = s.page.value("preemptions"), scr[i - 1].page.value("preemptions") if i else None
+        if not _calm(s.page.value("kv_usage"), s.page.value("waiting"),
+                     pre is not None and prev is not None and pre > prev, t):
+            if last is None:
+                continue
+            break
+        last = last if last is not None else s.ts
+        first = s.ts
+    if first is None or last is None or last - first < CALM_BASELINE_S:
+        return None
+    base = hist_between(h, name, first + 1e-6, last)  # (the delta from the stretch's first scrape)
+    p = base.quantile(0.95) if base is not None else None
+    return None if p is None or isinstance(p, AtLeast) else p
+
+
+def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float | None,
+           baselines: Mapping[str, float | None] | None = None) -> Verification:
+    """The runbook's recovery criteria over the last `recovery_window_s` seconds.
+
+    `baselines`: the pre-incident latency p95 per signal, when known from elsewhere (the
+    incident's first replica, for its replacement pods); else from `h`'s calm time before
+    `incident_start` (`pre_incident`)."""
     w = t.recovery_window_s
     scr = [s for s in h.scrapes if s.ts <= now]
     crit: list[Criterion] = []
@@ -206,7 +257,7 @@ def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float |
 
     def held(last: float | None, label: str, key: str, exposed: bool, ok_now: bool) -> Criterion:
         if not exposed:
-            return Criterion(key, label, None, f"{label}: not exposed")
+            return Criterion(key, label, None, f"{label}: not exposed", exposed=False)
         quiet = now - last if last is not None else covered
         when = f"last breach {quiet:.0f} s ago" if last is not None else f"none in {covered:.0f} s of history"
         return Criterion(key, label, ok_now, f"{label}: {when} (needs {w:.0f} s)", quiet >= w and ok_now)
@@ -224,17 +275,22 @@ def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float |
     crit.append(Criterion(c.key, c.label, c.met, c.text + (f", now {w_now:.0f}" if w_now is not None else ""),
                           c.held))
     # latency back: p95 over the recovery window vs p95 before the incident
+    used: dict[str, float | None] = {}
     for name, label in (("ttft", "TTFT"), ("itl", "TPOT / inter-token latency")):
-        if incident_start is None:
-            crit.append(Criterion(name, f"{label} back", None, f"{label}: no incident start to compare with"))
+        if latest.hist(name) is None:
+            crit.append(Criterion(name, f"{label} back", None, f"{label}: not exposed", exposed=False))
             continue
-        base = hist_between(h, name, incident_start - max(w, 300.0), incident_start)
+        given = (baselines or {}).get(name)
+        pb = used[name] = given if given is not None else pre_incident(h, name, incident_start, t)
+        if pb is None:
+            why = ("no incident start to compare with" if incident_start is None and not baselines
+                   else "no pre-incident baseline (no calm time before the incident in this replica's history)")
+            crit.append(Criterion(name, f"{label} back", None, f"{label}: not yet: {why}"))
+            continue
         cur = hist_between(h, name, now - w, now)
-        pb = base.quantile(0.95) if base is not None else None
         pc = cur.quantile(0.95) if cur is not None else None
-        if pb is None or pc is None:
-            crit.append(Criterion(name, f"{label} back", None,
-                                  f"{label}: {'no pre-incident baseline' if pb is None else 'no requests lately'}"))
+        if pc is None:
+            crit.append(Criterion(name, f"{label} back", None, f"{label}: not yet: no requests lately"))
             continue
         ok = pc <= pb * t.latency_recovered_ratio and not isinstance(pc, AtLeast)
         crit.append(Criterion(name, f"{label} back", ok,
@@ -254,16 +310,20 @@ def verify(h: ReplicaHistory, now: float, t: Thresholds, incident_start: float |
     core = [c for c in crit if c.key in ("preemptions", "kv", "waiting")]
     breaches = [x for x in (last_pre, last_kv, last_wait) if x is not None]
     since = max(breaches) if breaches else scr[0].ts
-    confirmed = met and all(c.held for c in core if c.met is not None) and covered >= w
+    # every criterion the replica exposes must be met on its data: one without it is "not yet"
+    pending = [c for c in crit if c.exposed and c.met is None]
+    confirmed = met and not pending and all(c.held for c in core if c.met is not None) and covered >= w
     confirmed_at = since + w if confirmed else None
     if confirmed:
         text = f"recovery confirmed: criteria held for {w:.0f} s"
     elif met:
-        text = "criteria met now; waiting for the window to pass"
+        text = "criteria met now; not yet confirmed: " + (
+            "; ".join(c.text for c in pending) if pending and all(c.held is not False for c in core)
+            else f"waiting for the {w:.0f} s window to pass")
     else:
         bad = [c.label for c in known if not c.met]
         text = "not recovered: " + ", ".join(bad)
-    return Verification(tuple(crit), met, confirmed, since if breaches else None, confirmed_at, text)
+    return Verification(tuple(crit), met, confirmed, since if breaches else None, confirmed_at, text, used)
 
 
 # -- the flow -------------------------------------------------------------------------------------
@@ -295,13 +355,16 @@ def runbook(
     args: Mapping[str, Any] | None = None,
     incident_start: float | None = None,
     scale: ScaleOut | None = None,
+    baselines: Mapping[str, float | None] | None = None,
 ) -> Runbook:
     """The guided runbook for one replica at `now`.
 
     rollouts: the workload's revisions (None = unknown); applied: action id -> when it was done;
     args: the engine args the replica runs with now (canonical names), for pre-filled edits;
     incident_start: when the pressure began (default: the kv-pressure finding's `since`);
-    scale: the workload's scale-out arithmetic (scaleout.scale_out), for the scale step.
+    scale: the workload's scale-out arithmetic (scaleout.scale_out), for the scale step;
+    baselines: the incident's pre-incident latency p95s (`Verification.baselines` of the
+    replica it began on), for a replica that replaced it.
     """
     t = t or Thresholds()
     finding = finding or diagnose(h, now, t)
@@ -457,11 +520,11 @@ def runbook(
                       suggest=scale.suggest if scale is not None else {}))
 
     # 8. verify
-    ver = verify(h, now, t, incident_start if incident_start is not None else _last_pressure(h, now, t))
+    ver = verify(h, now, t, incident_start if incident_start is not None else _last_pressure(h, now, t), baselines)
     steps.append(Step("verify", "Verify: preemptions ~0, KV off the ceiling, queue drained, latency back",
                       "met" if ver.confirmed else "not-met", ver.text,
-                      evidence=tuple(Evidence(c.key, c.met, None, "info" if c.met is not None else "missing",
-                                              bool(c.met), c.text) for c in ver.criteria)))
+                      evidence=tuple(Evidence(c.key, c.status, None, "info" if c.met is not None else "missing",
+                                              c.status == "met", c.text) for c in ver.criteria)))
 
     if branch:
         current = {"divert": "node", "oom": "oom", "rollback": "deploy"}[branch]

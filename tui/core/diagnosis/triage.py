@@ -186,6 +186,9 @@ def _logs(lines: Sequence[str] | None) -> tuple[TriageItem, bool]:
         return TriageItem(4, "logs", title, BAD, f"{len(hard)} allocation failure(s): CUDA OOM", ev, details), True
     if soft:
         return TriageItem(4, "logs", title, WARN, f"{len(soft)} preemption / KV warning line(s)", ev, details), False
+    if not lines:  # nothing read is no evidence of no failures
+        return TriageItem(4, "logs", title, MISSING, "no log lines returned: nothing to search",
+                          (missing("logs", "no container log lines"),)), False
     return TriageItem(4, "logs", title, OK, f"no allocation failures in {len(lines)} line(s)", ev, details), False
 
 
@@ -282,6 +285,9 @@ def _events(events: Iterable[Any] | None) -> TriageItem:
         return TriageItem(6, "events", title, WARN,
                           "; ".join(f"{k} ({n})" for k, n in found.items()) + ": amplify pressure, not its cause",
                           ev, tuple(details[-15:]))
+    if not total:  # none returned (expired, or none yet): no data, not a pass
+        return TriageItem(6, "events", title, MISSING, "no events returned: nothing to check",
+                          (missing("events", "no events for the pod"),))
     return TriageItem(6, "events", title, OK, f"nothing relevant in {total} event(s)", ev)
 
 

@@ -25,6 +25,7 @@ from .preflight import (
     _dtype_bytes,
     kv_bytes_per_token,
     kv_preflight,
+    with_fit,
     observed_from_cache_config,
 )
 from .rewrite import Rewrite, args_diff, previous_args_annotation, rewrite_container
@@ -45,7 +46,7 @@ from .values import (
 __all__ = [
     "PRESETS", "Validation", "eff_before", "effective", "preset", "presets_for", "validate",
     "ArgValue", "VllmCommand", "find_vllm_container", "is_vllm_container", "parse_container",
-    "GiB", "Preflight", "_dtype_bytes", "kv_bytes_per_token", "kv_preflight", "observed_from_cache_config",
+    "GiB", "Preflight", "_dtype_bytes", "kv_bytes_per_token", "kv_preflight", "with_fit", "observed_from_cache_config",
     "Rewrite", "args_diff", "previous_args_annotation", "rewrite_container",
     "EDITABLE", "KV_ARGS", "KV_CACHE_DTYPES", "SPECS", "ArgError", "ArgSpec", "canonical", "check_range",
     "coerce", "default_for", "format_value",

@@ -3,7 +3,7 @@ engine reports about its own settings (`vllm:cache_config_info`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from ...engines import vllm as VLLM_MOD
@@ -54,6 +54,9 @@ def kv_preflight(
     cache_config: Mapping[str, Any] | None = None,
     gpu_total_bytes: float | None = None,
     kv_bytes_token: float | None = None,
+    *,
+    fits: int | None = None,
+    fits_why: str = "",
 ) -> Preflight:
     """Estimate the KV pool after the change and whether one max-model-len sequence still fits.
 
@@ -63,6 +66,28 @@ def kv_preflight(
     gpu-memory-utilization moves (old - new) x GPU memory out of the pool, converted to tokens
     with the model's KV bytes per token (per GPU: divided by the tensor-parallel size).
     """
+    return with_fit(_kv_preflight(cmd, changes, cache_config, gpu_total_bytes, kv_bytes_token), changes, fits,
+                    fits_why)
+
+
+def with_fit(pf: Preflight, changes: Mapping[str, Any], fits: int | None, why: str = "") -> Preflight:
+    """`pf`, warning when the new max-num-seqs is above what the replica's capacity plan says
+    fits its traffic (the figure the runbook's cap step and the planner give: one answer)."""
+    seqs = changes.get("max-num-seqs")
+    if not fits or not isinstance(seqs, int) or seqs <= fits:
+        return pf
+    line = (f"max-num-seqs {seqs} > {fits} that fits this replica's traffic in its KV pool "
+            f"({why or 'capacity plan'}): expect preemptions")
+    return replace(pf, status="warn" if pf.status in ("ok", "unknown") else pf.status, messages=(*pf.messages, line))
+
+
+def _kv_preflight(
+    cmd: VllmCommand,
+    changes: Mapping[str, Any],
+    cache_config: Mapping[str, Any] | None,
+    gpu_total_bytes: float | None,
+    kv_bytes_token: float | None,
+) -> Preflight:
     if cmd.engine == sglang_rules.ENGINE_NAME:
         return Preflight(*sglang_rules.preflight(lambda n: eff_before(cmd, n), changes, cache_config,
                                                  gpu_total_bytes, kv_bytes_token))

@@ -45,7 +45,9 @@ class SimPlans(SimState):
             return replace(plan, preflight=pf, warnings=plan.warnings + pf.messages)
         assert kv is not None
         msg = f"KV pool {kv.kv_cache_size_tokens:,} tokens: {kv.max_concurrency:.1f} full-length ({kv.max_model_len:,}) sequences at once"
-        return replace(plan, preflight=A.Preflight("ok", (msg,), None, kv.kv_cache_size_tokens))
+        pf = A.with_fit(A.Preflight("ok", (msg,), None, kv.kv_cache_size_tokens), plan.data["changes"],
+                        req.fits_max_num_seqs, req.fits_why)
+        return replace(plan, preflight=pf, warnings=plan.warnings + pf.messages[1:] if pf.status == "warn" else plan.warnings)
 
     async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan:
         d = self._dep(namespace, name)

@@ -1,0 +1,41 @@
+"""One fact, one evidence line, and each rate says its window: the preemption rate of the last
+interval is not a second, different "preemptions/s" beside the table's 30 s one, the count of the
+last intervals is given once, and a queue all waiting for capacity is one line."""
+
+from __future__ import annotations
+
+from tui.core.diagnosis import Thresholds, diagnose
+
+from .diagnosis_helpers import history_of, series
+
+T = Thresholds()
+
+
+def _texts(f) -> list[str]:
+    return [e.text for e in f.evidence]
+
+
+def test_pressure_evidence_says_each_fact_once_with_its_window():
+    scr = series(6, kv=0.97, waiting=lambda i: 5.0 + i, wcap=lambda i: 5.0 + i,
+                 preempt=lambda i: 3.0 * i, running=3.0, util=35.0, mem_pct=92.0)
+    h = history_of(scr)
+    f = diagnose(h, scr[-1].ts, T)
+    assert f.verdict == "kv-pressure"
+    lines = _texts(f)
+    rate = next(t for t in lines if t.startswith("preemptions/s"))
+    assert "over the last 5 s" in rate, rate  # the interval, not the table's 30 s window
+    assert sum("in the last 3 intervals" in t for t in lines) == 1, lines
+    waits = [t for t in lines if t.startswith("waiting")]
+    assert len(waits) == 1 and "for capacity" in waits[0], lines
+
+
+def test_the_detail_screen_says_the_window_of_its_rate():
+    from tui.core.monitor import Monitor
+    from tui.screens.detail import evidence_text
+
+    scr = series(6, kv=0.97, preempt=lambda i: 3.0 * i, waiting=5.0, running=3.0)
+    mon = Monitor()
+    for s in scr:
+        state = mon.ingest([s])
+    text = evidence_text(state.replicas[0], state.ts, {}, rate_s=mon.windows.rate_s).plain
+    assert "preempt 0.6/s (30 s)" in text, text

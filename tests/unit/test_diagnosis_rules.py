@@ -436,3 +436,29 @@ def test_a_persistent_queue_outranks_a_few_busy_utilisation_samples():
     # a saturated GPU over the window is still compute-bound's case, queue or not
     got = verdicts(series(12, running=64.0, waiting=0.0, kv=0.6, util=96.0))
     assert got[-1] == "compute-bound"
+
+
+def test_a_quiet_stretch_at_a_full_pool_holds_kv_pressure_until_the_hold_ends():
+    """A burst of preemptions, then scrapes without preemption or queue while KV stays at the
+    ceiling: the pool is still what binds (the next burst comes when the batch grows again), so
+    the verdict holds for `kv_hold_s`, never flipping to healthy scrapes after being judged."""
+    pre = [0, 3, 6, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9]
+    s = series(len(pre), interval=5.0, kv=0.97, running=40.0, waiting=0.0, preempt=lambda i: float(pre[i]))
+    v = verdicts(s)
+    first = v.index("kv-pressure")
+    last_pre = s[3].ts  # the last scrape whose counter rose
+    for sc, verdict in zip(s[first:], v[first:], strict=True):
+        if sc.ts - last_pre < T.kv_hold_s:
+            assert verdict == "kv-pressure", (sc.ts - last_pre, v)
+    assert v[-1] == "healthy"  # 80 s quiet at a full pool: the look-alike of a pre-allocated pool
+    f = last(s[:10])
+    assert f.verdict == "kv-pressure"
+    assert any("kv-pressure is left after" in e.text for e in f.evidence)
+
+
+def test_kv_pressure_still_leaves_at_once_below_kv_clear():
+    pre = [0, 3, 6, 9, 9, 9, 9]
+    kv = [0.97, 0.97, 0.97, 0.97, 0.6, 0.6, 0.6]
+    v = verdicts(series(len(pre), interval=5.0, kv=lambda i: kv[i], running=40.0,
+                        preempt=lambda i: float(pre[i])))
+    assert "kv-pressure" in v and v[-1] != "kv-pressure"

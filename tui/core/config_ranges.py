@@ -29,7 +29,7 @@ _BY_RANGE: dict[tuple[float, float], tuple[str, ...]] = {
     (0, 4096): ("cpu_saturated_cores",),
     (1, 100): ("shape_shift_ratio", "latency_recovered_ratio"),
     (1, 86400): ("recovery_window_s",),
-    (0, 86400): ("retract_window_s",),
+    (0, 86400): ("retract_window_s", "kv_hold_s"),
     (1, 30 * 86400): ("burn_window_s",),
     (1, 100_000_000): ("long_context_tokens",),
 }

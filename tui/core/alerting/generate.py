@@ -96,6 +96,8 @@ def validate(t: Thresholds, w: Windows, o: RuleOptions) -> None:
         v = getattr(t, name)
         if not (math.isfinite(v) and v >= 0):
             bad.append(f"{name} = {v!r}: must be a number >= 0")
+    if not (math.isfinite(t.kv_hold_s) and t.kv_hold_s > 0):
+        bad.append(f"kv_hold_s = {t.kv_hold_s!r}: a window must be a number of seconds > 0")
     if not bad and t.kv_clear > t.kv_high:
         bad.append(f"kv_clear = {t.kv_clear} exceeds kv_high = {t.kv_high}")
     for name, v in (("scrape interval", o.scrape_interval_s), ("stale window (stale_s)", w.stale_s),
@@ -187,6 +189,8 @@ def _recording(q: _Q, w: Windows) -> list[dict[str, Any]]:
     rec("swapped", q.first("sum", ("vllm:num_requests_swapped",)))
     rec("preemptions_last", q.first("sum", PREEMPT, f"increase({{}}[{q.intervals(1)}])"))
     rec("preemptions_recent", q.first("sum", PREEMPT, f"increase({{}}[{q.intervals(t.recent_points)}])"))
+    # the live view holds kv-pressure at a full pool until `kv_hold_s` without a preemption
+    rec("preemptions_hold", q.first("sum", PREEMPT, f"increase({{}}[{duration(t.kv_hold_s)}])"))
     parts = []
     for i, names in enumerate(PROGRESS):
         for n in names:
@@ -244,7 +248,8 @@ def _recording(q: _Q, w: Windows) -> list[dict[str, Any]]:
           f"or {on} ({P}queue_held unless {on} {P}running_pinned))")
     kv_still = (f"{P}kv_usage >= {_num(t.kv_clear)} and {on} {P}verdict_kv_pressure and {on} "
                 f"({P}preemptions_recent > 0 or {on} ({P}swapped >= 1) or {on} ({P}queue unless {on} "
-                f"{P}running_pinned))")
+                f"{P}running_pinned) or {on} ({P}preemptions_hold > 0 and {on} "
+                f"{P}kv_usage >= {_num(t.kv_high)}))")
     rec("verdict_kv_pressure", f"(({kv}) or {on} ({kv_still})) unless {on} {P}verdict_node_fault "
                                f"unless {on} {P}verdict_stalled")
     before = f"unless {on} {P}verdict_node_fault unless {on} {P}verdict_stalled unless {on} {P}verdict_kv_pressure"

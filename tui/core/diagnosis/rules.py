@@ -189,6 +189,14 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         c.add("preempt_recent", Evidence(
             "preemptions_recent", recent, 0, ">", recently,
             f"{pre} in the last {t.recent_points} intervals: {recent:.0f}"))
+    if in_kv and not recently and p.kv is not None and p.kv >= t.kv_high and p.last_preempt_ts is not None:
+        quiet = p.ts - p.last_preempt_ts
+        held = quiet < t.kv_hold_s
+        recently = held
+        c.add("kv_hold", Evidence(
+            "preempt_quiet_s", quiet, t.kv_hold_s, "<", held,
+            f"last {pre.rstrip('s')} {quiet:.0f} s ago, KV still at the ceiling (kv-pressure is left after "
+            f"{t.kv_hold_s:.0f} s without one, or below {_fmt(t.kv_clear)})"))
     swapping = False
     if p.swapped is not None:
         swapping = p.swapped >= 1
@@ -372,7 +380,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
 _ORDER = {
     V.STALLED: ("progress", "idle_queue", "wdef", "waiting", "pinned", "kv"),
     V.LORA_CAPPED: ("lora", "wdef", "waiting", "progress", "pinned", "kv"),
-    V.KV_PRESSURE: ("rank", "kv", "preempt", "preempt_recent", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
+    V.KV_PRESSURE: ("rank", "kv", "preempt", "preempt_recent", "kv_hold", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
     V.HOST_BOUND: ("cpu", "util", "idle", "gpu", "kv", "waiting", "batch"),
     V.CONCURRENCY_CAPPED: ("wcap", "waiting", "pinned", "room", "rank", "kv", "preempt", "util"),
     V.OVERLOADED: ("wcap", "waiting", "queue", "pinned", "room", "rank", "kv", "preempt", "util"),

@@ -65,6 +65,7 @@ class Point:
     util_mean: float | None = None  # GPU utilisation, median of the last `_UTIL_POINTS` scrapes
     c_util: float | None = None  # this scrape's utilisation (for the next point's mean)
     retract_gauge: bool = False  # preemptions read from SGLang's num_retracted_reqs gauge
+    last_preempt_ts: float | None = None  # the newest scrape whose interval saw a preemption
 
     @property
     def in_flight(self) -> float | None:
@@ -226,4 +227,5 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
         util_mean=sorted(utils)[len(utils) // 2] if utils and util is not None else None,
         c_util=util,
         retract_gauge=retract_gauge,
+        last_preempt_ts=scrape.ts if d_pre is not None and d_pre > 0 else (prev.last_preempt_ts if prev else None),
     )

@@ -58,6 +58,10 @@ class Thresholds:
     min_points: int = 2  # successful scrapes needed before any verdict but down/unknown
     sustain_points: int = 2  # scrapes a new verdict must hold before it replaces the current one
     recent_points: int = 3  # scrape intervals a kv-pressure replica must be preemption-free to leave
+    # ... and while its KV stays at/above kv_high, this long since its last preemption: a burst,
+    # then a quiet stretch at a full pool, is the pool still binding (the next burst comes as the
+    # batch grows back), not a healthy replica between two kv-pressure verdicts
+    kv_hold_s: float = 60.0
     # SGLang retracts, then tightens admission (its new-token ratio): under KV pressure its
     # retractions come every 10-20 s, so its preemption window spans at least this long
     retract_window_s: float = 30.0

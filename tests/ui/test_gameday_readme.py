@@ -92,7 +92,7 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         await pilot.press("f8")  # review & apply
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert dialog.plan.preflight.status == "ok"  # a cut of max-num-seqs does not shrink the KV pool
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         rollout = await until(pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen)
         await refreshed_until(lambda: rollout.status is not None and rollout.status.state == "done",
                               what=lambda: f"{rollout.status}")
@@ -119,7 +119,7 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         assert prompt.query_one(Input).value == str(n)
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         rollout = await until(pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen)
         await refreshes(1)
         assert rollout.status.state == "progressing" and "deadline" not in rollout.status.reason

@@ -73,7 +73,7 @@ async def test_game_day_long_prompts_edit_rollout_recovery(fleet, tmp_path) -> N
         await pilot.press("f8")
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert dialog.plan.preflight.status == "ok"
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         # 3. the rollout: one replica at a time, with the new args
         rollout = await until(pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen)
         await until(pilot, lambda: rollout.status is not None and rollout.status.state == "done", timeout=40,

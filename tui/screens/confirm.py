@@ -69,7 +69,8 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen #confirm-body { height: auto; max-height: 45vh; border: round $panel; }
     ConfirmScreen #confirm-body > Static { height: auto; padding: 0 1; }
     ConfirmScreen #confirm-name { margin: 1 0 0 0; }
-    ConfirmScreen #confirm-buttons { height: auto; align-horizontal: right; margin: 1 0 0 0; }
+    ConfirmScreen #confirm-buttons { height: auto; align-horizontal: right; }
+    ConfirmScreen #confirm-keys { height: auto; color: $text-muted; margin: 1 0 0 0; }
     ConfirmScreen Button { margin: 0 0 0 2; }
     """
 
@@ -108,14 +109,30 @@ class ConfirmScreen(ModalScreen[bool]):
                         yield Static(text, id=sid)
             if self.production:
                 yield Input(placeholder=f"type {plan.target.name} to confirm", id="confirm-name")
+            yield Static(self._keys_hint(), id="confirm-keys", markup=False)
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Confirm", id="confirm", variant="error" if self.production else "warning",
                              disabled=not self._can_confirm(""))
 
+    def _keys_hint(self) -> str:
+        """The dialog's keys, on its own button row (there is no footer under a dialog)."""
+        if not self.plan.ok:
+            ok = "nothing can be sent"
+        elif self.production:
+            ok = "type the name, enter confirms"
+        else:
+            ok = "enter/y confirm"
+        return f"{ok} · esc cancel · pgdn/↓ scroll · ? help"
+
     def on_mount(self) -> None:
         self.set_class(self.production, "-production")
-        self.query_one("#cancel", Button).focus()
+        # The body has the focus: PageDown / Down scroll the preflight and the patch into view at
+        # 80x24, and Enter reaches the dialog's binding (a focused button would take it).
+        if self.production:
+            self.query_one("#confirm-name", Input).focus()
+        else:
+            self.query_one("#confirm-body", VerticalScroll).focus()
 
     def _can_confirm(self, typed: str) -> bool:
         if not self.plan.ok:
@@ -130,6 +147,15 @@ class ConfirmScreen(ModalScreen[bool]):
     def _typed_enter(self, event: Input.Submitted) -> None:
         if self._can_confirm(event.value):
             self._confirm()
+
+    def action_help(self) -> None:
+        self.app.action_help()
+
+    def action_confirm(self) -> None:
+        if self.focused is not None and isinstance(self.focused, Button):
+            self.focused.press()  # Tab onto Cancel, then Enter: what the button says
+            return
+        self._confirm()
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:

@@ -175,7 +175,9 @@ class FleetTable(DataTable):
         self.clear(columns=True)
         sorted_key = SORT_COLUMNS.get(self.sort[0])
         for c in cols:
-            title = c.title + (" " + sort_arrow(*self.sort, ascii=self.ascii) if c.key == sorted_key else "")
+            title = c.title
+            if c.key == sorted_key:  # the arrow must show in a narrow column (WAIT is 5 wide)
+                title += (" " if len(title) + 2 <= c.width else "") + sort_arrow(*self.sort, ascii=self.ascii)
             self.add_column(Text(title, style="bold"), width=c.width, key=c.key)
         self._order, self._cells, self._stale = [], {}, set()
         self._size_render_caches()

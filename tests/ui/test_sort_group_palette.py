@@ -1,0 +1,45 @@
+"""Sort and group keys show what they did, and the palette describes actions in words."""
+
+from __future__ import annotations
+
+from tests.ui.conftest import make_app, prime
+from tui.palette import KvwatchCommands
+from widgets.fleet_table import FleetTable
+
+
+def _titles(app) -> dict[str, str]:
+    """Column titles as drawn: cut to the column's width."""
+    table = app.screen.query_one(FleetTable)
+    return {str(k.value): str(c.label)[:c.width] for k, c in table.columns.items()}
+
+
+async def test_sort_by_queue_shows_its_arrow_on_wait():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await prime(pilot, 2)
+        await pilot.press("Q")
+        await pilot.pause()
+        assert "↓" in _titles(app)["waiting"], _titles(app)
+
+
+async def test_group_key_toggles_grouping_off_again():
+    app = make_app()
+    async with app.run_test(size=(160, 36)) as pilot:
+        await prime(pilot, 2)
+        await pilot.press("G")
+        await pilot.pause()
+        assert app.screen.sort == "group"
+        await pilot.press("G")
+        await pilot.pause()
+        assert app.screen.sort == "severity"
+
+
+async def test_palette_help_is_words_not_ids():
+    app = make_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await prime(pilot, 1)
+        provider = KvwatchCommands(app.screen)
+        hits = [h async for h in provider.discover()]
+        assert hits
+        ids = {"cycle_theme", "sort_queue", "toggle_pause", "filter"}
+        assert not [h.help for h in hits if h.help in ids or "_" in (h.help or "")], [h.help for h in hits]

@@ -166,7 +166,10 @@ class FleetTable(DataTable):
         # Restarts, age, node only mean something where pods exist (Kubernetes, the demo's cluster).
         self.has_pods = self.has_pods or any(v.pod is not None for v in views)
         skip = frozenset() if self.has_pods else POD_KEYS
-        cols = fit_columns(max(40, self.size.width or 120), skip)
+        width = self.size.width or 120
+        if len(views) + 1 > self.size.height:  # rows below the fold: keep the last column off the scrollbar
+            width -= self.styles.scrollbar_size_vertical
+        cols = fit_columns(max(40, width), skip)
         if [c.key for c in cols] == [c.key for c in self._cols] and cols[0].width == (
             self._cols[0].width if self._cols else -1
         ) and self.sort == self._drawn_sort:

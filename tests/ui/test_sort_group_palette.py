@@ -43,3 +43,15 @@ async def test_palette_help_is_words_not_ids():
         assert hits
         ids = {"cycle_theme", "sort_queue", "toggle_pause", "filter"}
         assert not [h.help for h in hits if h.help in ids or "_" in (h.help or "")], [h.help for h in hits]
+
+
+async def test_columns_fit_beside_the_scrollbar_at_80x24():
+    """30 replicas at 80x24: the table scrolls, and its last column (TTFT, with its unit) is not
+    under the scrollbar ("156" for 156 s)."""
+    profiles = {f"llama-8b-{i:02d}": ("pressure", "healthy", "compute")[i % 3] for i in range(30)}
+    app = make_app(profiles)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await prime(pilot, 3)
+        table = app.screen.query_one(FleetTable)
+        assert table.show_vertical_scrollbar
+        assert sum(c.width for c in table.columns.values()) <= table.scrollable_content_region.width

@@ -122,7 +122,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("logs_previous", "P", "toggle_previous", "Previous container", "logs"),  # p: pause
     _a("logs_filter", "f", "toggle_filter", "Filter", "logs"),
     _a("logs_reload", "ctrl+r", "reload", "Reload", "logs", refines=("refresh",)),
-    _a("logs_follow", "space", "toggle_follow", "Follow/pause", "logs"),
+    _a("logs_follow", "space", "toggle_follow", "Follow", "logs"),
     _a("drain_cancel", "c", "cancel_drain", "Cancel drain", "drain", mutates=True),
     _a("drain_restore", "u", "restore", "Restore replicas", "drain", mutates=True),
     _a("drain_back", "escape", "back", "Back", "drain", palette=False),

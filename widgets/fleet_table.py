@@ -43,8 +43,8 @@ class Column:
 
 # Columns about the pod behind a replica (k9s habits); shown only where pods exist, like RESTART.
 POD_COLUMNS: tuple[Column, ...] = (
-    Column("age", "AGE", 7, 1),
-    Column("node", "NODE", 16, 2),
+    Column("age", "AGE", 7, 2),
+    Column("node", "NODE", 16, 1),  # kept before sparklines: which node is what a fault needs
 )
 POD_KEYS = frozenset({"restarts"} | {c.key for c in POD_COLUMNS})
 

@@ -55,3 +55,11 @@ async def test_columns_fit_beside_the_scrollbar_at_80x24():
         table = app.screen.query_one(FleetTable)
         assert table.show_vertical_scrollbar
         assert sum(c.width for c in table.columns.values()) <= table.scrollable_content_region.width
+
+
+def test_node_outlives_the_sparklines_at_120_columns():
+    from widgets.fleet_table import fit_columns
+
+    keys = [c.key for c in fit_columns(120)]
+    assert "node" in keys, keys  # before any sparkline but the KV one
+    assert {"node", "s_kv", "s_queue", "s_preempt"} <= {c.key for c in fit_columns(160)}

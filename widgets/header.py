@@ -120,6 +120,15 @@ class FleetHeader(Vertical):
         self._paint()
 
 
+def _fitted(items: list[str], room: int) -> str:
+    """As many of `items` as fit in `room` cells, then "+N" for the rest (at least one item)."""
+    for n in range(len(items), 0, -1):
+        text = ", ".join(items[:n]) + (f" +{len(items) - n}" if n < len(items) else "")
+        if len(text) <= room:
+            return text
+    return items[0] + (f" +{len(items) - 1}" if len(items) > 1 else "")
+
+
 class PressureBanner(Static):
     """Shown only while at least one replica is in kv-pressure or in the queue / latency alarm:
     impossible to miss."""
@@ -157,7 +166,11 @@ class PressureBanner(Static):
             t.append(f"QUEUE/LATENCY ALARM on {len(alarms)}/{len(state.replicas)}"
                      + ("" if hot else " · enter: evidence") + " · ")
             shown = alarms if not hot else alarms[:2]
-            t.append("; ".join(clean(a.text) for a in shown[:3]) + (f" +{len(alarms) - 3}" if len(shown) > 3 else ""))
+            full = "; ".join(clean(a.text) for a in shown[:3]) + (f" +{len(alarms) - 3}" if len(shown) > 3 else "")
+            room = self.size.width - 2 - t.cell_len
+            if self.size.width and len(full) > room:  # too long to read whole: who and what, not cut text
+                full = _fitted([f"{clean(a.replica)} ({'+'.join(a.kinds)})" for a in alarms], room)
+            t.append(full)
         if self.ascii:
             t = asciify(t)
         self.styles.background = pal.get("banner-bg", "red")

@@ -82,6 +82,8 @@ class FleetHeader(Vertical):
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("kvwatch", style="bold")
         bar = " | " if self.ascii else " │ "
+        if 0 < self.app.size.width < 100:  # 80 columns: tight bars keep the preemption rate and its unit
+            bar = bar.strip()
         # Mode, badges, clock and the fleet totals first, the source last: at 80 columns the end
         # of this line is cut, and a long source name must not push the totals off.
         t.append(bar)

@@ -21,7 +21,7 @@ async def test_plots_are_readable_or_replaced_by_numbers(tmp_path, size):
         screen = app.screen
         if screen.query_one("#plots").display:
             heights = [p.size.height for p in screen.query("PlotextPlot")]
-            assert min(heights) >= 7, (size, heights)
+            assert min(heights) >= 6, (size, heights)
             bottoms = [p.region.bottom for p in screen.query("PlotextPlot")]
             assert max(bottoms) <= size[1] - 1, (size, bottoms)  # above the footer, not under it
         else:

@@ -29,7 +29,7 @@ PLOT_POINTS = 300
 LABEL_MAX = 60  # label values (model names, ...) are cut here; long ones would fill 80x24
 # below this a braille plot is tick labels and noise (5 rows drew empty frames with upside-down
 # axis labels at 120x30): numbers instead
-MIN_PLOT_W, MIN_PLOT_H = 30, 7
+MIN_PLOT_W, MIN_PLOT_H = 30, 6
 
 # (plot id, title, [(series attr, legend)], fixed y range or None)
 PLOTS = (

@@ -61,6 +61,8 @@ class FleetHeader(Vertical):
         self.flags: list[str] = []  # e.g. READONLY, PRODUCTION
         self.sim_speed: float | None = None  # a simulated clock (the demo): labelled, with its speed
         self.ascii = False
+        self._state: FleetState | None = None
+        self._narrow = False
 
     def compose(self) -> ComposeResult:
         yield HeaderLine(id="header-1")
@@ -70,6 +72,12 @@ class FleetHeader(Vertical):
         if self.text:
             self._paint()
 
+    def on_resize(self) -> None:
+        # the bars' spacing follows the width: redraw the last state when crossing 100 columns
+        state = self._state
+        if state is not None and (0 < self.app.size.width < 100) != self._narrow:
+            self.show(state)
+
     def _paint(self) -> None:
         lines = list(self.query(HeaderLine))
         if len(lines) == 2:
@@ -78,11 +86,13 @@ class FleetHeader(Vertical):
             lines[1].set(second)
 
     def show(self, state: FleetState) -> None:
+        self._state = state
         pal = self._palette()
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("kvwatch", style="bold")
         bar = " | " if self.ascii else " │ "
-        if 0 < self.app.size.width < 100:  # 80 columns: tight bars keep the preemption rate and its unit
+        self._narrow = 0 < self.app.size.width < 100
+        if self._narrow:  # 80 columns: tight bars keep the preemption rate and its unit
             bar = bar.strip()
         # Mode, badges, clock and the fleet totals first, the source last: at 80 columns the end
         # of this line is cut, and a long source name must not push the totals off.

@@ -63,3 +63,16 @@ def test_node_outlives_the_sparklines_at_120_columns():
     keys = [c.key for c in fit_columns(120)]
     assert "node" in keys, keys  # before any sparkline but the KV one
     assert {"node", "s_kv", "s_queue", "s_preempt"} <= {c.key for c in fit_columns(160)}
+
+
+async def test_down_reason_is_inline_in_the_table_when_there_is_room():
+    app = make_app()  # PROFILES has a replica whose scrapes fail
+    async with app.run_test(size=(160, 36)) as pilot:
+        await prime(pilot, 4)
+        table = app.screen.query_one(FleetTable)
+        assert "reason" in [str(k.value) for k in table.columns], _titles(app)
+        cells = {str(table.get_row_at(i)[0]).strip(): str(table.get_row_at(i)[-1]).strip()
+                 for i in range(table.row_count)}
+        down = next(v for v in app.monitor.state.replicas if v.verdict == "down")
+        assert cells[down.name], cells  # says why (e.g. "conn refused"), not blank
+        assert all(cells[v.name] == "" for v in app.monitor.state.replicas if v.verdict == "healthy"), cells

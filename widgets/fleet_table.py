@@ -282,7 +282,7 @@ class FleetTable(DataTable):
         self._stale.discard(name)
         old, new = self._cells.get(name), self._row(self.views[name])
         hit = False
-        for i, (c, cell) in enumerate(zip(self._cols, new)):
+        for i, (c, cell) in enumerate(zip(self._cols, new, strict=True)):
             # Text equality ignores the base style, so compare it explicitly.
             if old is None or old[i] != cell or old[i].style != cell.style:
                 self._set_cell(name, c.key, cell)

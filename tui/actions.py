@@ -109,6 +109,9 @@ ACTIONS: tuple[Action, ...] = (
     _a("close", "escape,q,question_mark", "dismiss", "Close", "help", palette=False, refines=("quit", "help")),
     _a("seek_cancel", "escape", "cancel", "Cancel", "seek", palette=False),
     _a("prompt_cancel", "escape", "cancel", "Cancel", "prompt", palette=False),
+    _a("confirm_ok", "enter,y", "confirm", "Confirm", "confirm", palette=False),
+    # a modal screen stops the app's keys: the dialog binds the app's help itself (same id)
+    _a("help", "question_mark", "help", "Help", "confirm", palette=False),
     _a("confirm_cancel", "escape", "cancel", "Cancel", "confirm", palette=False),
     _a("rollout_back", "escape", "app.pop_screen", "Back", "rollout", palette=False),
     _a("rollout_refresh", "ctrl+r", "refresh_rollout", "Refresh", "rollout", refines=("refresh",)),
@@ -119,7 +122,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("logs_previous", "P", "toggle_previous", "Previous container", "logs"),  # p: pause
     _a("logs_filter", "f", "toggle_filter", "Filter", "logs"),
     _a("logs_reload", "ctrl+r", "reload", "Reload", "logs", refines=("refresh",)),
-    _a("logs_follow", "space", "toggle_follow", "Follow/pause", "logs"),
+    _a("logs_follow", "space", "toggle_follow", "Follow", "logs"),
     _a("drain_cancel", "c", "cancel_drain", "Cancel drain", "drain", mutates=True),
     _a("drain_restore", "u", "restore", "Restore replicas", "drain", mutates=True),
     _a("drain_back", "escape", "back", "Back", "drain", palette=False),

@@ -29,6 +29,12 @@ def offered(app: App[Any], screen: Screen[Any]) -> Iterator[tuple[Action, App[An
             yield a, node
 
 
+def _help(a: Action) -> str:
+    """The palette's second line: where the action works, in words (never its binding id)."""
+    where = "every screen" if APP in a.scopes else f"the {a.scopes[0]} screen" if len(a.scopes) == 1 else "this screen"
+    return f"{a.description} on {where}" + (" (changes the cluster)" if a.mutates else "")
+
+
 def _label(app, a: Action) -> str:
     keys = (getattr(app, "_keymap", {}) or {}).get(a.id, a.key)
     return f"{a.description} ({keys_text(keys)})"
@@ -42,11 +48,11 @@ class KvwatchCommands(Provider):
 
     async def discover(self) -> Hits:
         for text, a, node in self._hits():
-            yield DiscoveryHit(text, partial(node.run_action, a.action), help=a.id)
+            yield DiscoveryHit(text, partial(node.run_action, a.action), help=_help(a))
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         for text, a, node in self._hits():
             score = matcher.match(text)
             if score > 0:
-                yield Hit(score, matcher.highlight(text), partial(node.run_action, a.action), text=text, help=a.id)
+                yield Hit(score, matcher.highlight(text), partial(node.run_action, a.action), text=text, help=_help(a))

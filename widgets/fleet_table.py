@@ -8,6 +8,8 @@ when they are drawn or read (1024 replicas, ~45 rows visible: issue 14).
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -22,9 +24,9 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from tui.core import engines
-from tui.core.model import DOWN, STALE, ReplicaMetrics, ReplicaView
+from tui.core.model import STALE, ReplicaMetrics, ReplicaView
 from tui.core.textsafe import clean
-from tui.core.verdicts import KV_PRESSURE
+from tui.core.verdicts import DOWN, KV_PRESSURE
 
 from .format import ASCII_MAP, num, pct, rate, secs
 from .sparkline import auto_top, spark
@@ -43,8 +45,8 @@ class Column:
 
 # Columns about the pod behind a replica (k9s habits); shown only where pods exist, like RESTART.
 POD_COLUMNS: tuple[Column, ...] = (
-    Column("age", "AGE", 7, 1),
-    Column("node", "NODE", 16, 2),
+    Column("age", "AGE", 7, 2),
+    Column("node", "NODE", 16, 1),  # kept before sparklines: which node is what a fault needs
 )
 POD_KEYS = frozenset({"restarts"} | {c.key for c in POD_COLUMNS})
 
@@ -93,6 +95,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("s_gpu", "GPU util", SPARK_W, 3),
     Column("engine", "ENGINE", 8, 5),  # vLLM V1 / vLLM V0 / SGLang: a mixed fleet's rows differ
     Column("group", "GROUP", 14, 4),
+    Column("reason", "REASON", 18, 3),  # why a row is down or stale; only while one is
 )
 
 
@@ -112,6 +115,23 @@ def fit_columns(width: int, skip: frozenset[str] = frozenset()) -> list[Column]:
         # Give spare width to names (long pod names are the norm).
         cols[0] = Column(name_col.key, name_col.title, min(40, name_col.width + (width - total) // 2), 0)
     return cols
+
+
+_REASONS = (("refused", "conn refused"), ("timed out", "timeout"), ("timeout", "timeout"),
+            ("name or service", "DNS"), ("reset", "conn reset"), ("unreachable", "unreachable"))
+
+
+def short_reason(v: ReplicaView) -> str:
+    """Why a row is down or stale, in a few words ("" for a replica read fine)."""
+    if v.state != STALE and v.verdict != DOWN:
+        return ""
+    err = clean(v.error or "")
+    low = err.lower()
+    word = next((short for hit, short in _REASONS if hit in low), None)
+    if word is None:
+        http = re.search(r"\bHTTP (\d{3})\b", err)
+        word = f"HTTP {http.group(1)}" if http else (err[:17] or "no data")
+    return ("stale: " if v.state == STALE else "") + word
 
 
 def restarts_cell(v: ReplicaView) -> tuple[str, bool]:
@@ -174,7 +194,12 @@ class FleetTable(DataTable):
         # Restarts, age, node only mean something where pods exist (Kubernetes, the demo's cluster).
         self.has_pods = self.has_pods or any(v.pod is not None for v in views)
         skip = frozenset() if self.has_pods else POD_KEYS
-        cols = fit_columns(max(40, self.size.width or 120), skip)
+        if not any(short_reason(v) for v in views):
+            skip |= {"reason"}
+        width = self.size.width or 120
+        if len(views) + 1 > self.size.height:  # rows below the fold: keep the last column off the scrollbar
+            width -= self.styles.scrollbar_size_vertical
+        cols = fit_columns(max(40, width), skip)
         if [c.key for c in cols] == [c.key for c in self._cols] and cols[0].width == (
             self._cols[0].width if self._cols else -1
         ) and self.sort_by == self._drawn_sort:
@@ -183,7 +208,9 @@ class FleetTable(DataTable):
         self.clear(columns=True)
         sorted_key = SORT_COLUMNS.get(self.sort_by[0])
         for c in cols:
-            title = c.title + (" " + sort_arrow(*self.sort_by, ascii=self.ascii) if c.key == sorted_key else "")
+            title = c.title
+            if c.key == sorted_key:  # the arrow must show in a narrow column (WAIT is 5 wide)
+                title += (" " if len(title) + 2 <= c.width else "") + sort_arrow(*self.sort_by, ascii=self.ascii)
             self.add_column(Text(title, style="bold"), width=c.width, key=c.key)
         self._order, self._cells, self._stale = [], {}, set()
         self._size_render_caches()
@@ -263,7 +290,7 @@ class FleetTable(DataTable):
         self._stale.discard(name)
         old, new = self._cells.get(name), self._row(self.views[name])
         hit = False
-        for i, (c, cell) in enumerate(zip(self._cols, new, strict=False)):
+        for i, (c, cell) in enumerate(zip(self._cols, new, strict=True)):
             # Text equality ignores the base style, so compare it explicitly.
             if old is None or old[i] != cell or old[i].style != cell.style:
                 self._set_cell(name, c.key, cell)
@@ -399,6 +426,8 @@ class FleetTable(DataTable):
                 out.append(cell(clean(v.group or ""), right=False))
             elif k == "node":
                 out.append(cell(clean(v.pod.node or "–") if v.pod else "–", right=False))
+            elif k == "reason":
+                out.append(cell(short_reason(v), hot=True, right=False))
             elif k == "age":
                 start = v.pod.started_at if v.pod else None
                 out.append(cell(age_text(self.now - start if start is not None and self.now else None)))

@@ -61,6 +61,8 @@ class FleetHeader(Vertical):
         self.flags: list[str] = []  # e.g. READONLY, PRODUCTION
         self.sim_speed: float | None = None  # a simulated clock (the demo): labelled, with its speed
         self.ascii = False
+        self._state: FleetState | None = None
+        self._narrow = False
 
     def compose(self) -> ComposeResult:
         yield HeaderLine(id="header-1")
@@ -70,6 +72,12 @@ class FleetHeader(Vertical):
         if self.text:
             self._paint()
 
+    def on_resize(self) -> None:
+        # the bars' spacing follows the width: redraw the last state when crossing 100 columns
+        state = self._state
+        if state is not None and (0 < self.app.size.width < 100) != self._narrow:
+            self.show(state)
+
     def _paint(self) -> None:
         lines = list(self.query(HeaderLine))
         if len(lines) == 2:
@@ -78,10 +86,14 @@ class FleetHeader(Vertical):
             lines[1].set(second)
 
     def show(self, state: FleetState) -> None:
+        self._state = state
         pal = self._palette()
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("kvwatch", style="bold")
         bar = " | " if self.ascii else " │ "
+        self._narrow = 0 < self.app.size.width < 100
+        if self._narrow:  # 80 columns: tight bars keep the preemption rate and its unit
+            bar = bar.strip()
         # Mode, badges, clock and the fleet totals first, the source last: at 80 columns the end
         # of this line is cut, and a long source name must not push the totals off.
         t.append(bar)
@@ -118,6 +130,15 @@ class FleetHeader(Vertical):
                 t.append(f"{counts[v]} {label(v, ascii=self.ascii)}", style=pal.get(colour_var(v), ""))
         self.text = asciify(t) if self.ascii else t
         self._paint()
+
+
+def _fitted(items: list[str], room: int) -> str:
+    """As many of `items` as fit in `room` cells, then "+N" for the rest (at least one item)."""
+    for n in range(len(items), 0, -1):
+        text = ", ".join(items[:n]) + (f" +{len(items) - n}" if n < len(items) else "")
+        if len(text) <= room:
+            return text
+    return items[0] + (f" +{len(items) - 1}" if len(items) > 1 else "")
 
 
 class PressureBanner(Static):
@@ -158,7 +179,11 @@ class PressureBanner(Static):
             t.append(f"QUEUE/LATENCY ALARM on {len(alarms)}/{len(state.replicas)}"
                      + ("" if hot else " · enter: evidence") + " · ")
             shown = alarms if not hot else alarms[:2]
-            t.append("; ".join(clean(a.text) for a in shown[:3]) + (f" +{len(alarms) - 3}" if len(shown) > 3 else ""))
+            full = "; ".join(clean(a.text) for a in shown[:3]) + (f" +{len(alarms) - 3}" if len(shown) > 3 else "")
+            room = self.size.width - 2 - t.cell_len
+            if self.size.width and len(full) > room:  # too long to read whole: who and what, not cut text
+                full = _fitted([f"{clean(a.replica)} ({'+'.join(a.kinds)})" for a in alarms], room)
+            t.append(full)
         if imbalance:
             t.append("  · " if hot or alarms else "")
             first = imbalance[0]

@@ -1,6 +1,7 @@
 import time
 
 import pytest
+from textual.widgets import Input
 
 from tests.ui.scripted import ScriptedSource
 from tui.app import KvwatchApp
@@ -13,6 +14,13 @@ PROFILES = {
     "llama-8b-gone": "down",
     "node-sick": "fault",
 }
+
+
+@pytest.fixture(autouse=True)
+def _steady_cursor(monkeypatch):
+    """An input's cursor blinks on a 0.5 s timer, so a snapshot showed it or not depending on
+    how busy the machine was: in tests it never blinks (shown while focused, as on a key)."""
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
 
 
 @pytest.fixture(autouse=True)

@@ -34,9 +34,12 @@ class PtyRun:
 
 
 def run_in_pty(code: str, cols: int, rows: int, seconds: float, env: dict[str, str] | None = None,
-               keys: list[tuple[float, bytes]] = (), quit_key: bytes | None = b"q") -> PtyRun:
+               keys: list[tuple[float, bytes]] = (), quit_key: bytes | None = b"q",
+               until: tuple[bytes, ...] = ()) -> PtyRun:
     """Run `python -c code` in a cols x rows pty for `seconds`, typing `keys` at given times; then
-    press `quit_key` (or send SIGTERM) and collect everything until the child exits."""
+    press `quit_key` (or send SIGTERM) and collect everything until the child exits. With `until`,
+    stop as soon as every one of those byte strings has been written (the state the test waits
+    for), `seconds` being only the deadline: a busy machine draws later, not differently."""
     child_env = dict(os.environ if env is None else env)
     child_env["PYTHONPATH"] = ROOT + os.pathsep + child_env.get("PYTHONPATH", "")
     pid, fd = pty.fork()
@@ -52,10 +55,10 @@ def run_in_pty(code: str, cols: int, rows: int, seconds: float, env: dict[str, s
     start = time.monotonic()
     pending = sorted(keys)
 
-    def pump(until: float) -> bool:
-        """Read until `until` (monotonic); False when the child closed the pty."""
+    def pump(deadline: float, wait_for: tuple[bytes, ...] = ()) -> bool:
+        """Read until `deadline` (monotonic) or all of `wait_for` is seen; False when the child closed the pty."""
         while True:
-            left = until - time.monotonic()
+            left = deadline - time.monotonic()
             if left <= 0:
                 return True
             r, _, _ = select.select([fd], [], [], min(left, 0.05))
@@ -71,9 +74,11 @@ def run_in_pty(code: str, cols: int, rows: int, seconds: float, env: dict[str, s
                 return False
             out.extend(data)
             run.chunks.append((time.monotonic() - start, len(data)))
+            if wait_for and not pending and all(u in out for u in wait_for):
+                return True  # the state waited for is on screen
 
     try:
-        alive = pump(start + seconds)
+        alive = pump(start + seconds, until)
         if alive:
             if quit_key:
                 os.write(fd, quit_key)

@@ -7,7 +7,10 @@ screen shows before it types the next key, as a user at the keyboard does.
         term.press("enter")
 
 `on_capture` sees every screen state the emulator reached after each read (the test's
-invariants: what a user could have seen at any moment, not only at the checks).
+invariants: what a user could have seen at any moment, not only at the checks). The terminal
+answers Textual's query for synchronized output (mode 2026) as most terminals today do, so the
+app brackets each frame; a read that ends inside a frame waits for the rest of it, as such a
+terminal shows only whole frames (a frame half drawn is not what a user sees).
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ import pyte
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+SYNC_QUERY = b"\x1b[?2026$p"  # DECRQM: is synchronized output supported?
+SYNC_REPLY = b"\x1b[?2026;2$y"  # DECRPM: supported, currently reset
+SYNC_START, SYNC_END = b"\x1b[?2026h", b"\x1b[?2026l"
+
 KEYS = {
     "enter": b"\r", "escape": b"\x1b", "tab": b"\t", "ctrl+r": b"\x12",
     "f3": b"\x1bOR", "f8": b"\x1b[19~", "down": b"\x1b[B", "up": b"\x1b[A",
@@ -44,6 +51,7 @@ class PtyScreen:
         self.pid = -1
         self.fd = -1
         self.captures = 0
+        self._held = b""  # bytes of a frame not yet ended (after its SYNC_START)
 
     def __enter__(self) -> "PtyScreen":
         pid, fd = pty.fork()
@@ -90,10 +98,17 @@ class PtyScreen:
             return False
         if not data:
             return False
-        self.stream.feed(data)
-        self.captures += 1
-        if self.on_capture is not None:
-            self.on_capture(self.lines())
+        if SYNC_QUERY in data:
+            os.write(self.fd, SYNC_REPLY)
+        data, self._held = self._held + data, b""
+        start = data.rfind(SYNC_START)
+        if start > data.rfind(SYNC_END):  # the last frame is not finished: show it when it is
+            data, self._held = data[:start], data[start:]
+        if data:
+            self.stream.feed(data)
+            self.captures += 1
+            if self.on_capture is not None:
+                self.on_capture(self.lines())
         return True
 
     def wait_for(self, cond: Callable[[str], object], timeout: float, what: str = "") -> object:

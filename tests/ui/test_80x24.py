@@ -51,6 +51,16 @@ async def test_fleet_keeps_totals_banner_hint_help_and_quit(tmp_path):
             assert covered == [], (key, covered)  # e.g. under the docked "^p palette"
 
 
+async def test_header_keeps_the_fleet_preemption_rate_with_its_unit(tmp_path):
+    app = demo_like_app(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        await prime(pilot, 4)
+        header = app.screen.query_one(FleetHeader)
+        first = str(header.text).split("\n")[0]
+        shown = first[:header.content_size.width - 1]  # the last cell is the ellipsis when cut
+        assert "preempt " in shown and "/s" in shown[shown.index("preempt "):], (shown, first)
+
+
 async def test_detail_shows_numbers_when_plots_would_be_unreadable(tmp_path):
     app = demo_like_app(tmp_path)
     async with app.run_test(size=SIZE) as pilot:

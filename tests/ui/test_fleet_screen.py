@@ -151,7 +151,7 @@ async def test_group_sort_puts_owners_together():
 
 
 def test_spare_width_goes_to_names_even_with_the_group_column():
-    cols = fit_columns(200)
+    cols = fit_columns(200, frozenset({"reason"}))  # no row down or stale: no REASON column
     assert cols[-1].key == "group"
     assert cols[0].width > 18
 

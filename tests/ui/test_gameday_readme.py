@@ -101,7 +101,7 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
             assert pf.status == "warn" and any(f"max-num-seqs 32 > {fits} that fits" in m for m in pf.messages), pf
         else:
             assert pf.status == "ok", pf
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         rollout = await until(pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen)
         await refreshed_until(lambda: rollout.status is not None and rollout.status.state == "done",
                               what=lambda: f"{rollout.status}")
@@ -133,7 +133,7 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         assert prompt.query_one(Input).value == str(n)
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         rollout = await until(pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen)
         await refreshes(1)
         assert rollout.status.state == "progressing" and "deadline" not in rollout.status.reason

@@ -37,7 +37,7 @@ async def begin_drain(pilot, env: Env, src) -> tuple[DrainScreen, str, Pages]:
     assert lines[0] == "routes: Service llama" and "1. scale deployment/llama 2 -> 3; wait until one more pod is ready" in lines
     assert any(ln.startswith("mechanism: scale-down") for ln in lines)
     assert env.writes() == []
-    await pilot.press("tab", "enter")
+    await pilot.press("enter")
     screen = await until(pilot, lambda: isinstance(pilot.app.screen, DrainScreen) and pilot.app.screen)
     return screen, target, pages
 

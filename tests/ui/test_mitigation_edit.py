@@ -78,20 +78,21 @@ async def test_edit_form_validates_applies_presets_and_sends_the_exact_patch(env
         assert changed_lines(form.diff) == ["-- 256", "+- 128", "-- 0.9", "+- 0.7"]
         assert not form.query_one("#edit-apply", Button).disabled
         assert env.writes() == []  # typing and the live diff send nothing
-        # review: the dialog shows the diff and the patch; Cancel is focused; cancel sends nothing
+        # review: the dialog shows the diff and the patch, its body focused (it scrolls); esc
+        # cancels and sends nothing
         await pilot.press("f8")
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
-        assert app.focused is dialog.query_one("#cancel", Button)
+        assert app.focused is dialog.query_one("#confirm-body")
         assert changed_lines(dialog.plan.diff) == ["-- 256", "+- 128", "-- 0.9", "+- 0.7"]
         assert dialog.plan.preflight is not None
-        await pilot.press("enter")
+        await pilot.press("escape")
         await until(pilot, lambda: isinstance(app.screen, EditArgsScreen))
         assert env.writes() == [] and "edit args: cancelled, nothing was sent" in notes(app)
         # confirm: dry run, then the patch, then straight into the rollout view
         await pilot.press("f8")
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         plan = dialog.plan
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         rollout = await until(pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen.status and app.screen)
         patches = [c for c in env.writes() if c.method == "PATCH"]
         assert [(c.path, c.query.get("dryRun"), c.content_type) for c in patches] == [
@@ -122,7 +123,7 @@ async def test_a_concurrent_change_is_refused_and_the_form_shows_the_new_state(e
         c["args"][c["args"].index("--max-num-seqs") + 1] = "200"
         c["args"] += ["--enable-chunked-prefill"]
         env.emu._update("deployments", old, new)
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         await until(pilot, lambda: any("changed since it was read" in n for n in notes(app)))
         await until(pilot, lambda: isinstance(app.screen, EditArgsScreen)
                     and form.query_one("#f-max-num-seqs", Input).value == "200")

@@ -78,7 +78,7 @@ async def test_game_day_long_prompts_edit_rollout_recovery(fleet, tmp_path) -> N
         pf = dialog.plan.preflight
         assert pf.status == "ok" or (pf.status == "warn" and any(
             m.startswith("max-num-seqs 32 > ") and "that fits" in m for m in pf.messages)), pf
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         # 3. the rollout: one replica at a time, with the new args
         rollout = await until(pilot, lambda: isinstance(app.screen, RolloutScreen) and app.screen)
         await until(pilot, lambda: rollout.status is not None and rollout.status.state == "done", timeout=40,

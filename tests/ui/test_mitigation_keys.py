@@ -39,7 +39,7 @@ async def ready(pilot, env: Env, src) -> str:
 
 async def confirm(pilot) -> ConfirmScreen:
     dialog = await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen) and pilot.app.screen)
-    await pilot.press("tab", "enter")
+    await pilot.press("enter")
     return dialog
 
 
@@ -74,7 +74,7 @@ async def test_restart_scale_rollback_and_an_api_error(env: Env) -> None:
         await pilot.press("ctrl+l")
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         assert dialog.plan.action == "rollback" and "revision" in dialog.plan.summary
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, RolloutScreen))
         assert "kubectl.kubernetes.io/restartedAt" not in (env.deployment()["spec"]["template"]["metadata"].get("annotations") or {})
         await back_to_fleet(pilot)

@@ -34,10 +34,11 @@ def _env(**kw) -> dict[str, str]:
 
 def test_no_color_emits_no_colour_escape_sequences():
     code = scripted_app(6)
-    coloured = run_in_pty(code, 100, 30, 2.5, _env(TERM="xterm-256color"))
+    drawn = (b"kv-pressure", b"vllm-01")  # the fleet drawn with a verdict: the state waited for
+    coloured = run_in_pty(code, 100, 30, 60, _env(TERM="xterm-256color"), until=drawn)
     assert coloured.exit_status == 0
     assert colour_sgr(coloured.output)  # the check can see colours when there are some
-    plain = run_in_pty(code, 100, 30, 2.5, _env(TERM="xterm-256color", NO_COLOR="1"))
+    plain = run_in_pty(code, 100, 30, 60, _env(TERM="xterm-256color", NO_COLOR="1"), until=drawn)
     assert plain.exit_status == 0
     assert b"kv-pressure" in plain.output and b"vllm-01" in plain.output  # it did draw the fleet
     assert colour_sgr(plain.output) == []
@@ -46,7 +47,7 @@ def test_no_color_emits_no_colour_escape_sequences():
 
 def test_term_linux_gets_ascii_glyphs_through_the_cli():
     code = 'import sys\nfrom tui.cli import main\nsys.exit(main(["demo", "--replicas", "3"]))'
-    run = run_in_pty(code, 100, 30, 4.0, _env(TERM="linux"))
+    run = run_in_pty(code, 100, 30, 60, _env(TERM="linux"), until=(b"llama", b"Quit"))
     assert run.exit_status == 0
     text = run.output.decode("utf-8")
     assert "llama" in text and ("healthy" in text or "unknown" in text)

@@ -177,4 +177,4 @@ def test_dump_round_trips_and_example_is_valid(tmp_path):
     for f in ("refresh_interval", "history_window", "theme", "screenshot_dir", "audit_log", "bell", "context",
               "namespace", "selector", "port", "thresholds", "windows", "contexts"):
         assert getattr(again, f) == getattr(cfg, f), f
-    assert again.keys == {"pause": "space", "quit": "q"}
+    assert again.keys == {"screenshot": "ctrl+s,f12", "pause": "p", "quit": "q"}

@@ -462,3 +462,16 @@ def test_kv_pressure_still_leaves_at_once_below_kv_clear():
     v = verdicts(series(len(pre), interval=5.0, kv=lambda i: kv[i], running=40.0,
                         preempt=lambda i: float(pre[i])))
     assert "kv-pressure" in v and v[-1] != "kv-pressure"
+
+
+def test_a_trouble_verdict_never_steps_down_to_healthy_while_requests_wait():
+    """After a cap stops the preemptions, KV leaves the ceiling while a queue builds: until the
+    queue verdict that explains it is established, the replica stays in trouble, never healthy."""
+    n = 14
+    pre = [3.0 * min(i, 5) for i in range(n)]
+    kv = [0.97] * 5 + [0.6] * (n - 5)
+    waiting = [6.0] * 5 + [2.0 + i for i in range(n - 5)]
+    v = verdicts(series(n, kv=lambda i: kv[i], preempt=lambda i: pre[i], waiting=lambda i: waiting[i],
+                        running=lambda i: 40.0 if i < 5 else 16.0, cache={"max_num_seqs": "16"}))
+    first = v.index("kv-pressure")
+    assert "healthy" not in v[first:], v

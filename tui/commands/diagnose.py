@@ -55,6 +55,27 @@ def _dur(s: float) -> str:
     return f"{s / 3600:.1f} h"
 
 
+def _what_is(path: str) -> str | None:
+    """What a file that held no scrape record is, when it is one of kvwatch's own outputs."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8 << 20)
+    except OSError:
+        return None
+    docs = []
+    for text in (head.split(b"\n", 1)[0], head):  # the first line, then the whole (indented) file
+        try:
+            docs.append(json.loads(text))
+        except ValueError:
+            continue
+    for doc in docs:
+        if isinstance(doc, dict) and isinstance(doc.get("replicas"), list) and "ts" in doc:
+            return "kvwatch's --json output (one fleet snapshot per line)"
+        if isinstance(doc, dict) and isinstance(doc.get("replicas"), dict) and "scrapes" in doc:
+            return "the output of kvwatch diagnose --json"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     from tui.core.config import load_config
     from tui.core.offline import diagnose_file
@@ -76,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except OSError as e:
         print(f"kvwatch diagnose: {args.input}: cannot read: {e.strerror or e}", file=sys.stderr)
+        return 2
+    what = _what_is(args.input) if not result.replicas else None
+    if what:  # one line that says what the file is, not one problem per line of it
+        print(f"kvwatch diagnose: {clean(args.input)}: this is {what}, not a scrape log; "
+              "diagnose reads what `kvwatch --record FILE` writes", file=sys.stderr)
         return 2
     for log_prob in result.problems:
         print(f"kvwatch diagnose: {clean(str(log_prob))}", file=sys.stderr)

@@ -245,11 +245,13 @@ def _documented(ann: Mapping[str, str]) -> Check:
     lack: list[str] = []
     for what, keys in _DOC_KEYS.items():
         hit = _annotation(ann, keys)
-        (have if hit else lack).append(f"{what} ({clean(hit[0])}={clean(hit[1])[:40]})" if hit else what)
+        # what is missing says the keys looked for (any prefix: example.com/max-num-seqs)
+        (have if hit else lack).append(f"{what} ({clean(hit[0])}={clean(hit[1])[:40]})" if hit else
+                                       f"{what} (annotation <prefix>/{' or '.join(keys)})")
     if not lack:
         return Check("limits-documented", "limits documented", PASS, "; ".join(have))
     return Check("limits-documented", "limits documented", WARN,
-                 f"no annotation documents: {', '.join(lack)}" + (f"; found {'; '.join(have)}" if have else ""))
+                 f"no annotation documents: {'; '.join(lack)}" + (f"; found {'; '.join(have)}" if have else ""))
 
 
 def _verification(c: Mapping[str, Any], cmd: VllmCommand, pod_spec: Mapping[str, Any]) -> list[Check]:

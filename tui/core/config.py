@@ -56,7 +56,7 @@ quantile_s = 60                 # latency quantiles over this window
 stale_s = 15                    # failing this long: down
 
 [keys]                          # binding id = "key[,key]"   (see `kvwatch config show`)
-pause = "space"
+screenshot = "ctrl+s,f12"
 
 [contexts."prod-*"]             # kube contexts matching the glob (exact names win)
 theme = "kvwatch-high-contrast"

@@ -8,7 +8,7 @@ rich Text, never as markup.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on
@@ -21,6 +21,9 @@ from textual.widgets import Button, Input, Static
 from tui.core.cluster.base import ActionPlan, ActionResult, Cluster, ClusterError
 from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
+
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
 
 PATCH_LINES = 40  # a roll back's patch holds two pod templates: show its start, say how much more
 
@@ -57,6 +60,8 @@ def preflight_text(plan: ActionPlan) -> Text:
 class ConfirmScreen(ModalScreen[bool]):
     """Returns True when confirmed; `typed_name` holds what was typed (production contexts)."""
 
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
+
     BINDINGS = bindings("confirm")
     DEFAULT_CSS = """
     ConfirmScreen { align: center middle; }
@@ -69,7 +74,8 @@ class ConfirmScreen(ModalScreen[bool]):
     ConfirmScreen #confirm-body { height: auto; max-height: 45vh; border: round $panel; }
     ConfirmScreen #confirm-body > Static { height: auto; padding: 0 1; }
     ConfirmScreen #confirm-name { margin: 1 0 0 0; }
-    ConfirmScreen #confirm-buttons { height: auto; align-horizontal: right; margin: 1 0 0 0; }
+    ConfirmScreen #confirm-buttons { height: auto; align-horizontal: right; }
+    ConfirmScreen #confirm-keys { height: auto; color: $text-muted; margin: 1 0 0 0; }
     ConfirmScreen Button { margin: 0 0 0 2; }
     """
 
@@ -108,14 +114,30 @@ class ConfirmScreen(ModalScreen[bool]):
                         yield Static(text, id=sid)
             if self.production:
                 yield Input(placeholder=f"type {plan.target.name} to confirm", id="confirm-name")
+            yield Static(self._keys_hint(), id="confirm-keys", markup=False)
             with Horizontal(id="confirm-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Confirm", id="confirm", variant="error" if self.production else "warning",
                              disabled=not self._can_confirm(""))
 
+    def _keys_hint(self) -> str:
+        """The dialog's keys, on its own button row (there is no footer under a dialog)."""
+        if not self.plan.ok:
+            ok = "nothing can be sent"
+        elif self.production:
+            ok = "type the name, enter confirms"
+        else:
+            ok = "enter/y confirm"
+        return f"{ok} · esc cancel · pgdn/↓ scroll · ? help"
+
     def on_mount(self) -> None:
         self.set_class(self.production, "-production")
-        self.query_one("#cancel", Button).focus()
+        # The body has the focus: PageDown / Down scroll the preflight and the patch into view at
+        # 80x24, and Enter reaches the dialog's binding (a focused button would take it).
+        if self.production:
+            self.query_one("#confirm-name", Input).focus()
+        else:
+            self.query_one("#confirm-body", VerticalScroll).focus()
 
     def _can_confirm(self, typed: str) -> bool:
         if not self.plan.ok:
@@ -130,6 +152,15 @@ class ConfirmScreen(ModalScreen[bool]):
     def _typed_enter(self, event: Input.Submitted) -> None:
         if self._can_confirm(event.value):
             self._confirm()
+
+    def action_help(self) -> None:
+        self.app.action_help()
+
+    def action_confirm(self) -> None:
+        if self.focused is not None and isinstance(self.focused, Button):
+            self.focused.press()  # Tab onto Cancel, then Enter: what the button says
+            return
+        self._confirm()
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:

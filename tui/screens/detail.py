@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 
 PLOT_POINTS = 300
 LABEL_MAX = 60  # label values (model names, ...) are cut here; long ones would fill 80x24
-MIN_PLOT_W, MIN_PLOT_H = 30, 5  # below this a braille plot is tick labels and noise: numbers
+# below this a braille plot is tick labels and noise (5 rows drew empty frames with upside-down
+# axis labels at 120x30): numbers instead
+MIN_PLOT_W, MIN_PLOT_H = 30, 6
 
 # (plot id, title, [(series attr, legend)], fixed y range or None)
 PLOTS = (
@@ -146,7 +148,8 @@ class DetailScreen(Screen):
     def _plots_fit(self) -> bool:
         """Would a 2x3 grid of plots under the evidence be readable at this size?"""
         ev = self.query_one("#evidence", Static)
-        free = self.size.height - (ev.outer_size.height or 14) - 1
+        below = sum(w.outer_size.height for w in self.query("KvFooter, FlashBar") if w.display)
+        free = self.size.height - (ev.outer_size.height or 14) - max(below, 2)
         return (self.size.width - 1) // 2 >= MIN_PLOT_W and free // 3 >= MIN_PLOT_H
 
     def show_state(self, state: FleetState) -> None:

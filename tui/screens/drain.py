@@ -18,11 +18,12 @@ from textual.app import ComposeResult
 from tui.actions import bindings
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.core.cluster.base import ActionPlan, Cluster, DrainStep, LoadFn
 from tui.core.model import FleetState
 from tui.core.textsafe import clean
+from widgets.footer import KvFooter
 from widgets.format import num, pct
 
 from .events import event_clock
@@ -87,7 +88,7 @@ class DrainScreen(Screen):
         yield Static("", id="drain-load")
         with VerticalScroll(id="drain-body"):
             yield Static(Text("starting...", style="dim"), id="drain-steps")
-        yield Footer()
+        yield KvFooter()
 
     def on_mount(self) -> None:
         self._show_load()

@@ -51,11 +51,30 @@ class EventsScreen(Screen):
         yield table
         yield KvFooter()
 
+    # (key, title, width) wide; under 120 columns TYPE and # go (a warning's reason is yellow and
+    # marked "!") and REASON / OBJECT narrow, so MESSAGE keeps room at 80 columns
+    WIDE = (("age", "AGE", 8), ("type", "TYPE", 8), ("reason", "REASON", 22), ("object", "OBJECT", 34),
+            ("count", "#", 4), ("message", "MESSAGE", None))
+    NARROW = (("age", "AGE", 5), ("reason", "REASON", 14), ("object", "OBJECT", 18), ("message", "MESSAGE", None))
+
+    def _columns(self) -> tuple[tuple[str, str, int | None], ...]:
+        return self.WIDE if (self.size.width or self.app.size.width) >= 120 else self.NARROW
+
+    def _add_columns(self) -> None:
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        for key, title, width in self._columns():
+            table.add_column(title, key=key, width=width)
+
+    def on_resize(self) -> None:
+        table = self.query_one(DataTable)
+        if [str(k.value) for k in table.columns] != [c[0] for c in self._columns()]:
+            self._add_columns()
+            self._draw()
+
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for key, title, width in (("age", "AGE", 8), ("type", "TYPE", 8), ("reason", "REASON", 22),
-                                  ("object", "OBJECT", 34), ("count", "#", 4), ("message", "MESSAGE", None)):
-            table.add_column(title, key=key, width=width)
+        self._add_columns()
         table.focus()
         self.action_reload()
         self.set_interval(self.interval, self.action_reload)
@@ -89,15 +108,18 @@ class EventsScreen(Screen):
         row = table.cursor_row
         table.clear()
         now = self.clock()
+        keys = [str(k.value) for k in table.columns]
         for e in rows:
             warn = e.type == "Warning"
-            table.add_row(
-                ago(now - e.ts) if e.ts is not None else "?",
-                Text(clean(e.type), style="bold yellow" if warn else ""),
-                Text(clean(e.reason), style="yellow" if warn else ""),
-                Text(clean(e.object)),
-                str(e.count),
-                Text(clean(e.message)),
-            )
+            cells = {
+                "age": ago(now - e.ts) if e.ts is not None else "?",
+                "type": Text(clean(e.type), style="bold yellow" if warn else ""),
+                "reason": Text(("! " if warn and "type" not in keys else "") + clean(e.reason),
+                               style="yellow" if warn else ""),
+                "object": Text(clean(e.object)),
+                "count": str(e.count),
+                "message": Text(clean(e.message)),
+            }
+            table.add_row(*(cells[k] for k in keys))
         if rows:
             table.move_cursor(row=min(row, len(rows) - 1))

@@ -248,7 +248,10 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
             self.show_state(self.state)
 
     def action_sort(self, how: str) -> None:
-        self.reverse = (not self.reverse) if how == self.sort else False
+        if how == "group" and self.sort == "group":  # G toggles grouping: back to severity
+            how, self.reverse = "severity", False
+        else:
+            self.reverse = (not self.reverse) if how == self.sort else False
         self.sort = how
         if self.state is not None:
             self.show_state(self.state)

@@ -287,9 +287,9 @@ class MitigationMixin(_MixinBase):
         # on the runbook screen); the user still types over it or confirms it
         so = workload_scale_out(self.app.monitor, v.group, self.app.monitor.state.ts)
         want = so is not None and so.replicas > info.replicas
-        title = f"scale {kind.lower()}/{name} -n {ns}: replicas (now {info.replicas})"
-        if want:  # the arithmetic is on the runbook screen
-            title += f"; kvwatch suggests {so.replicas}"
+        # the count typed in follows "replicas:"; a suggestion is said once, in the field
+        why = f"now {info.replicas}" + (f", kvwatch suggests {so.replicas}: pre-filled" if want else "")
+        title = f"scale {kind.lower()}/{name} -n {ns} ({why}) replicas:"
         answer = await self.app.push_screen_wait(PromptScreen(
             title, placeholder=str(info.replicas), value=str(so.replicas) if want else ""))
         if answer is None or not answer.strip():

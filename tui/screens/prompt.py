@@ -21,6 +21,7 @@ class PromptScreen(ModalScreen[str | None]):
         border: round $primary; padding: 0 1; }
     PromptScreen #prompt-title { width: auto; max-width: 60%; padding: 0 1 0 0; text-style: bold; }
     PromptScreen Input { width: 1fr; }
+    PromptScreen #prompt-keys { width: auto; padding: 0 0 0 1; color: $text-muted; }
     """
 
     def __init__(self, title: str, *, placeholder: str = "", suggestions: list[str] | None = None,
@@ -37,6 +38,7 @@ class PromptScreen(ModalScreen[str | None]):
             suggester = SuggestFromList(self.suggestions, case_sensitive=False) if self.suggestions else None
             yield PromptInput(self.value, placeholder=self.placeholder, suggester=suggester, id="prompt-input",
                         compact=True)
+            yield Static("enter ok · esc cancel", id="prompt-keys", markup=False)
 
     def add_suggestions(self, more: list[str]) -> None:
         """Suggestions that arrived after the prompt opened (read from the cluster)."""

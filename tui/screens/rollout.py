@@ -15,10 +15,11 @@ from textual.app import ComposeResult
 from tui.actions import bindings
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.core.cluster.base import Cluster, ClusterError, ReplicaSetInfo, RolloutStatus
 from tui.core.textsafe import clean
+from widgets.footer import KvFooter
 from widgets.format import ago
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ class RolloutScreen(Screen):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="rollout-body"):
             yield Static(Text(f"rollout {self.target}: reading...", style="dim"), id="rollout-text")
-        yield Footer()
+        yield KvFooter()
 
     def on_mount(self) -> None:
         self.action_refresh_rollout()

@@ -21,7 +21,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from tui.core.cluster.facts import fetch_facts
 from tui.actions import actions_for, bindings, key_name
@@ -31,6 +31,7 @@ from tui.core.diagnosis.runbook import Runbook, _num, runbook
 from tui.core.diagnosis.triage import TriageReport, triage
 from tui.core.model import SEVERITY, FleetState, ReplicaView
 from tui.core.textsafe import clean
+from widgets.footer import KvFooter
 from widgets.format import ago, asciify
 
 from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
@@ -116,7 +117,7 @@ class TriageScreen(MitigationMixin, Screen):
         yield Static("", id="diag-head")
         with VerticalScroll(id="diag-scroll"):
             yield Static("", id="diag-body")
-        yield Footer()
+        yield KvFooter()
 
     def on_mount(self) -> None:
         super().on_mount()  # RBAC check for the mitigation keys

@@ -474,6 +474,10 @@ class _Tracker:
             return
         v, ev, miss = classify(p, self.t, self.state)
         self.last = (v, ev, miss)
+        if v == V.HEALTHY and self.state in _TROUBLE and _queued(p, self.t):
+            # never down to healthy with requests still waiting: the trouble verdict holds until
+            # the queue clears or the verdict that explains it (a cap, an overload) is established
+            v = self.state
         if v == self.state:
             self.cand, self.cand_n = None, 0
             return
@@ -491,6 +495,13 @@ class _Tracker:
 
 
 _QUEUED = frozenset({V.OVERLOADED, V.CONCURRENCY_CAPPED, V.LORA_CAPPED})
+# the verdicts a replica in trouble holds; leaving one for healthy needs the queue gone
+_TROUBLE = _QUEUED | {V.KV_PRESSURE, V.STALLED}
+
+
+def _queued(p: Point, t: Thresholds) -> bool:
+    wt = p.waiting_total
+    return wt is not None and wt >= t.waiting_min
 
 
 def _need(state: str, v: str, t: Thresholds, calm_n: int | None = None) -> int:

@@ -3,6 +3,7 @@ simulator's state (the args edit with the shared builder and the simulator's exa
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -60,7 +61,8 @@ class SimPlans(SimState):
 
     async def plan_restart(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
         d = self._dep(namespace, name)
-        stamp = f"{self.now():.0f}"
+        # RFC 3339 in UTC, as kubectl writes it (not epoch seconds)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.now()))
         return ActionPlan(
             "restart", Target("Deployment", namespace, name), f"rollout restart deployment/{name}",
             diff=f"+kubectl.kubernetes.io/restartedAt: {stamp}",

@@ -102,7 +102,7 @@ def _play(tmp_path, size: tuple[int, int]) -> Watch:
         term.wait_for(lambda t: re.search(r"max-num-seqs.*\b32\b", t), 30, "max-num-seqs 64 -> 32")
         term.press("f8")  # review & apply
         term.wait_for(lambda t: "Confirm" in t and "Cancel" in t, 60, "the confirm dialog")
-        term.press("tab", "enter")
+        term.press("enter")  # the confirm dialog focuses its body: enter confirms
         term.wait_for(lambda t: "DONE" in t, 240, "the rollout done")
         term.press("escape", "escape", "escape")
         # preemptions gone, KV off the ceiling, the queue persists: overloaded, never healthy
@@ -117,7 +117,7 @@ def _play(tmp_path, size: tuple[int, int]) -> Watch:
         term.wait_for(lambda t: "scale deployment/" in t, 30, "the scale prompt, pre-filled")
         term.press("enter")
         term.wait_for(lambda t: "Confirm" in t and "Cancel" in t, 60, "the scale confirm dialog")
-        term.press("tab", "enter")
+        term.press("enter")  # the confirm dialog focuses its body: enter confirms
         term.wait_for(lambda t: "PROGRESSING" in t or "DONE" in t, 60, "the scale-out rollout")
         watch.incident = False  # the scale-out that ends the incident is under way
         term.wait_for(lambda t: "DONE" in t, 240, "the scale-out done")

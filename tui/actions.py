@@ -118,9 +118,14 @@ ACTIONS: tuple[Action, ...] = (
     _a("events_back", "escape", "app.pop_screen", "Back", "events", palette=False),
     _a("events_reload", "ctrl+r", "reload", "Reload", "events", refines=("refresh",)),
     _a("events_warnings", "w", "toggle_warnings", "Warnings only", "events"),
-    _a("logs_back", "escape", "app.pop_screen", "Back", "logs", palette=False),
+    _a("logs_back", "escape", "back", "Back", "logs", palette=False),  # clears a search first
     _a("logs_previous", "P", "toggle_previous", "Previous container", "logs"),  # p: pause
     _a("logs_filter", "f", "toggle_filter", "Filter", "logs"),
+    _a("logs_search", "slash", "search", "Search", "logs"),
+    # next match: the replay's "next change" key, for this screen's text (replay has no logs)
+    _a("logs_next", "n,enter", "next_match(1)", "Next match", "logs", refines=("replay_next",)),
+    _a("logs_prev", "N", "next_match(-1)", "Previous match", "logs", show=False),
+    _a("logs_wrap", "w", "toggle_wrap", "Wrap", "logs", show=False),
     _a("logs_reload", "ctrl+r", "reload", "Reload", "logs", refines=("refresh",)),
     _a("logs_follow", "space", "toggle_follow", "Follow", "logs"),
     _a("drain_cancel", "c", "cancel_drain", "Cancel drain", "drain", mutates=True),

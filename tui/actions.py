@@ -107,6 +107,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("capacity", "c", "diagnosis('capacity')", "Capacity", *_OPEN, show=False),
     # -- modal and sub-screens ---------------------------------------------------------------
     _a("close", "escape,q,question_mark", "dismiss", "Close", "help", palette=False, refines=("quit", "help")),
+    _a("help_search", "slash", "search", "Search", "help", palette=False),
     _a("seek_cancel", "escape", "cancel", "Cancel", "seek", palette=False),
     _a("prompt_cancel", "escape", "cancel", "Cancel", "prompt", palette=False),
     _a("confirm_ok", "enter,y", "confirm", "Confirm", "confirm", palette=False),

@@ -99,6 +99,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("rollback", "ctrl+l", "rollback", "Roll back", *_MIT, show=False, mutates=True),
     _a("logs", "l", "logs", "Logs", *_MIT),
     _a("events", "v", "events", "Events", *_MIT, show=False),
+    _a("describe", "y", "describe", "Describe (YAML)", *_MIT, show=False),
     _a("command", "colon", "command", "Command", FLEET, show=False),
     # -- fleet and detail: open a replica's diagnosis. `t` has its own action there, so that a
     # replay can hide it and let the app's `T` (seek) through; `g` then `t` reaches the triage.
@@ -119,6 +120,8 @@ ACTIONS: tuple[Action, ...] = (
     _a("events_back", "escape", "app.pop_screen", "Back", "events", palette=False),
     _a("events_reload", "ctrl+r", "reload", "Reload", "events", refines=("refresh",)),
     _a("events_warnings", "w", "toggle_warnings", "Warnings only", "events"),
+    _a("describe_back", "escape", "app.pop_screen", "Back", "describe", palette=False),
+    _a("describe_reload", "ctrl+r", "reload", "Reload", "describe", refines=("refresh",)),
     _a("logs_back", "escape", "back", "Back", "logs", palette=False),  # clears a search first
     _a("logs_previous", "P", "toggle_previous", "Previous container", "logs"),  # p: pause
     _a("logs_filter", "f", "toggle_filter", "Filter", "logs"),

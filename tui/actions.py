@@ -99,6 +99,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("rollback", "ctrl+l", "rollback", "Roll back", *_MIT, show=False, mutates=True),
     _a("logs", "l", "logs", "Logs", *_MIT),
     _a("events", "v", "events", "Events", *_MIT, show=False),
+    _a("describe", "y", "describe", "Describe (YAML)", *_MIT, show=False),
     _a("command", "colon", "command", "Command", FLEET, show=False),
     # -- fleet and detail: open a replica's diagnosis. `t` has its own action there, so that a
     # replay can hide it and let the app's `T` (seek) through; `g` then `t` reaches the triage.
@@ -107,6 +108,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("capacity", "c", "diagnosis('capacity')", "Capacity", *_OPEN, show=False),
     # -- modal and sub-screens ---------------------------------------------------------------
     _a("close", "escape,q,question_mark", "dismiss", "Close", "help", palette=False, refines=("quit", "help")),
+    _a("help_search", "slash", "search", "Search", "help", palette=False),
     _a("seek_cancel", "escape", "cancel", "Cancel", "seek", palette=False),
     _a("prompt_cancel", "escape", "cancel", "Cancel", "prompt", palette=False),
     _a("confirm_ok", "enter,y", "confirm", "Confirm", "confirm", palette=False),
@@ -118,9 +120,16 @@ ACTIONS: tuple[Action, ...] = (
     _a("events_back", "escape", "app.pop_screen", "Back", "events", palette=False),
     _a("events_reload", "ctrl+r", "reload", "Reload", "events", refines=("refresh",)),
     _a("events_warnings", "w", "toggle_warnings", "Warnings only", "events"),
-    _a("logs_back", "escape", "app.pop_screen", "Back", "logs", palette=False),
+    _a("describe_back", "escape", "app.pop_screen", "Back", "describe", palette=False),
+    _a("describe_reload", "ctrl+r", "reload", "Reload", "describe", refines=("refresh",)),
+    _a("logs_back", "escape", "back", "Back", "logs", palette=False),  # clears a search first
     _a("logs_previous", "P", "toggle_previous", "Previous container", "logs"),  # p: pause
     _a("logs_filter", "f", "toggle_filter", "Filter", "logs"),
+    _a("logs_search", "slash", "search", "Search", "logs"),
+    # next match: the replay's "next change" key, for this screen's text (replay has no logs)
+    _a("logs_next", "n,enter", "next_match(1)", "Next match", "logs", refines=("replay_next",)),
+    _a("logs_prev", "N", "next_match(-1)", "Previous match", "logs", show=False),
+    _a("logs_wrap", "w", "toggle_wrap", "Wrap", "logs", show=False),
     _a("logs_reload", "ctrl+r", "reload", "Reload", "logs", refines=("refresh",)),
     _a("logs_follow", "space", "toggle_follow", "Follow", "logs"),
     _a("drain_cancel", "c", "cancel_drain", "Cancel drain", "drain", mutates=True),

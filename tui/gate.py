@@ -26,6 +26,7 @@ NEEDS: dict[str, str | None] = {
     "rollback": "rollback",
     "logs": "logs",
     "events": "events",
+    "describe": "describe",
 }
 
 

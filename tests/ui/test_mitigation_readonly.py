@@ -83,7 +83,7 @@ async def test_rbac_denials_hide_exactly_the_denied_keys_with_the_reason(env: En
         await prepared(pilot, env, src)
         screen = app.screen
         allowed = {a for a in NEEDS if screen.check_action(a, ()) is not False}
-        assert allowed == {"rollout_status", "scale", "logs", "events"}
+        assert allowed == {"rollout_status", "scale", "logs", "events", "describe"}
         await pilot.press("e")
         await pilot.pause()
         assert app.screen is screen and any("RBAC does not allow patch deployments" in n for n in notes(app))

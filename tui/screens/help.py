@@ -1,31 +1,38 @@
-"""Key help: every action (tui/actions.py) of the app and of the screen underneath, with its key."""
+"""Key help: every action (tui/actions.py) of the app and of the screen underneath, with its key.
+`/` keeps the rows whose key, action or place contain the typed text; esc there clears it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from tui.actions import APP, actions_for, bindings, keys_text, scope_of
+from tui.keyhold import PromptInput
+
+if TYPE_CHECKING:
+    from tui.app import KvwatchApp
 
 
 class HelpScreen(ModalScreen):
+    app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("help")
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll { width: 72; max-width: 95%; height: auto; max-height: 90%;
         border: round $primary; background: $surface; padding: 0 1; }
+    HelpScreen #help-search { display: none; }
     """
 
     def compose(self) -> ComposeResult:
         self.rows: list[tuple[str, str, str]] = []  # (keys, action, where) as listed
-        table = Table(box=None, show_header=True, header_style="bold", expand=True)
-        table.add_column("key", no_wrap=True)
-        table.add_column("action")
-        table.add_column("where", style="dim")
+        self.query_text = ""  # the `/` search
         stack = [s for s in self.app.screen_stack if s is not self]  # compose may run once pushed
         under = stack[-1] if stack else None
         seen = set()
@@ -44,15 +51,60 @@ class HelpScreen(ModalScreen):
                     continue
                 seen.add((keys, a.description))
                 self.rows.append((keys, a.description, where))
-                table.add_row(keys, a.description, where)
         # keys not offered now, and why (read-only, RBAC, replay): the help explains, never lies
         self.hidden: list[tuple[str, str, str]] = []
         if under is not None and under is not self and hasattr(under, "hidden_keys"):
             self.hidden = under.hidden_keys()
-        if self.hidden:
-            table.add_row("", Text("not available now", style="bold"), "")
-            for key, what, why in self.hidden:
-                table.add_row(Text(keys_text(key), style="dim"), Text(f"{what}: {why}", style="dim"), "")
         with VerticalScroll():
-            yield Static("[b]kvwatch keys[/b]  (esc closes)")
-            yield Static(table)
+            yield Static("[b]kvwatch keys[/b]  (/ searches, esc closes)")
+            yield PromptInput(placeholder="search keys and actions (esc clears)", id="help-search")
+            yield Static(self._table(), id="help-table")
+
+    def _matches(self, *cells: str) -> bool:
+        q = self.query_text.lower()
+        return not q or any(q in c.lower() for c in cells)
+
+    def _table(self) -> Table | Text:
+        """The rows (and the keys not offered now) that match the search."""
+        self.shown = [r for r in self.rows if self._matches(*r)]
+        hidden = [(k, what, why) for k, what, why in self.hidden if self._matches(keys_text(k), what, why)]
+        if not self.shown and not hidden:
+            return Text(f"no key matches {self.query_text!r}", style="dim")
+        table = Table(box=None, show_header=True, header_style="bold", expand=True)
+        table.add_column("key", no_wrap=True)
+        table.add_column("action")
+        table.add_column("where", style="dim")
+        for keys, what, where in self.shown:  # plain Text: an action's words are never markup
+            table.add_row(Text(keys), Text(what), Text(where))
+        if hidden:  # keys not offered now, and why (read-only, RBAC, replay): the help explains, never lies
+            table.add_row("", Text("not available now", style="bold"), "")
+            for key, what, why in hidden:
+                table.add_row(Text(keys_text(key), style="dim"), Text(f"{what}: {why}", style="dim"), "")
+        return table
+
+    def action_search(self) -> None:
+        box = self.query_one("#help-search", Input)
+        box.display = True
+        if not box.has_focus:
+            self.app.keyhold.hold()  # what is typed next belongs to the search (tui/keyhold.py)
+        box.value = self.query_text
+        box.focus()
+
+    @on(Input.Changed, "#help-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.query_text = event.value
+        self.query_one("#help-table", Static).update(self._table())
+
+    @on(Input.Submitted, "#help-search")
+    def _search_done(self) -> None:
+        self.query_one("#help-search", Input).display = bool(self.query_text)
+        self.query_one(VerticalScroll).focus()
+
+    async def action_dismiss(self, result: object = None) -> None:
+        box = self.query_one("#help-search", Input)
+        if box.has_focus:  # esc in the search box clears the search; the help stays
+            self.query_text, box.value, box.display = "", "", False
+            self.query_one("#help-table", Static).update(self._table())
+            self.query_one(VerticalScroll).focus()
+            return
+        await super().action_dismiss(result)

@@ -1,7 +1,8 @@
 """Logs of a replica's vLLM container, filtered for what signals trouble (diagnostics step 4:
 preemption warnings, CUDA OOM, engine errors, tracebacks; never vLLM's periodic stats line),
 followed live (`space` pauses and resumes), with `p` for the previous (restarted) container and
-`f` to show every line. Long lines wrap under their own indent."""
+`f` to show every line. Long lines wrap under their own indent (`w` turns wrapping off). `/`
+searches the text shown: matches are highlighted, `n` (or enter) and `N` jump between them."""
 
 from __future__ import annotations
 
@@ -10,16 +11,17 @@ from typing import TYPE_CHECKING
 import textwrap
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from tui.actions import bindings
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from tui.core.cluster.base import Cluster, ClusterError, LogLines
 from tui.core.diagnosis.loglines import kind
 from tui.core.textsafe import clean
+from tui.keyhold import PromptInput
 from widgets.footer import KvFooter
 
 if TYPE_CHECKING:
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 FOLLOW_EVERY_S = 2.0  # a live tail: re-read the log this often while following
 _STYLE = {"oom": "bold red", "engine-error": "red", "traceback": "red", "preemption": "bold yellow"}
 HANG = 4  # continuation lines of a wrapped line sit this much deeper than the line's own indent
+MATCH, CURRENT = "black on yellow", "bold black on dark_orange"  # search hits; the one jumped to
 
 
 def wrap_line(line: str, width: int | None) -> list[str]:
@@ -39,8 +42,20 @@ def wrap_line(line: str, width: int | None) -> list[str]:
                          drop_whitespace=True, break_on_hyphens=False, replace_whitespace=False) or [line]
 
 
+def find_all(text: str, query: str) -> list[tuple[int, int]]:
+    """Every (start, end) of `query` in `text`, case-insensitive, plain text (not a regex)."""
+    if not query:
+        return []
+    hay, q = text.lower(), query.lower()
+    out, at = [], hay.find(q)
+    while at >= 0:
+        out.append((at, at + len(q)))
+        at = hay.find(q, at + len(q))
+    return out
+
+
 def logs_text(logs: LogLines, width: int | None = None) -> Text:
-    t = Text()
+    t = Text(no_wrap=width is None)
     in_tb = False
     for i, line in enumerate(logs.lines):
         safe = clean(line)
@@ -62,6 +77,9 @@ class LogsScreen(Screen):
     LogsScreen #logs-title { height: auto; padding: 0 1; background: $surface; text-style: bold; }
     LogsScreen #logs-body { height: 1fr; padding: 0 1; }
     LogsScreen #logs-text { height: auto; }
+    LogsScreen.-nowrap #logs-body { overflow-x: auto; }
+    LogsScreen.-nowrap #logs-text { width: auto; }
+    LogsScreen #logs-search { dock: bottom; display: none; }
     """
 
     def __init__(self, cluster: Cluster, namespace: str, pod: str, *, container: str | None = None,
@@ -77,11 +95,18 @@ class LogsScreen(Screen):
         self.tail = tail
         self.logs: LogLines | None = None
         self.error: str | None = None
+        self.wrap = True
+        self.query_text = ""  # the `/` search
+        self.matches: list[tuple[int, int]] = []  # offsets in the text shown
+        self.current: int | None = None  # the match jumped to
+        self._text = Text()  # the log as last shown (match offsets index it)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="logs-title")
         with VerticalScroll(id="logs-body"):
             yield Static(Text("reading...", style="dim"), id="logs-text")
+        yield PromptInput(placeholder="search the lines shown (n/enter next, N previous, esc clears)",
+                          id="logs-search")
         yield KvFooter()
 
     def on_mount(self) -> None:
@@ -111,8 +136,81 @@ class LogsScreen(Screen):
         self._load()
 
     def on_resize(self) -> None:  # re-wrap at the new width
-        if self.logs is not None and not self.error:
-            self.query_one("#logs-text", Static).update(logs_text(self.logs, self._width()))
+        self._show()
+
+    def action_toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+        self.set_class(not self.wrap, "-nowrap")
+        self._show()
+        self._title()
+
+    # -- search -------------------------------------------------------------------
+    def action_search(self) -> None:
+        box = self.query_one("#logs-search", Input)
+        box.display = True
+        if not box.has_focus:
+            self.app.keyhold.hold()  # what is typed next belongs to the search (tui/keyhold.py)
+        box.value = self.query_text
+        box.focus()
+
+    @on(Input.Changed, "#logs-search")
+    def _search_changed(self, event: Input.Changed) -> None:
+        self.query_text = event.value
+        self.current = None
+        self._show()
+        self._title()
+
+    @on(Input.Submitted, "#logs-search")
+    def _search_done(self) -> None:
+        box = self.query_one("#logs-search", Input)
+        box.display = bool(self.query_text)
+        self.query_one("#logs-body", VerticalScroll).focus()
+        self.action_next_match(1)
+
+    def action_next_match(self, step: int) -> None:
+        if not self.matches:
+            return
+        if self.current is None:  # the first match at or below the top of the view (k9s, less)
+            top = self.query_one("#logs-body", VerticalScroll).scroll_y
+            plain = self._shown().plain
+            below = [i for i, (s, _) in enumerate(self.matches) if plain.count("\n", 0, s) >= top]
+            self.current = (below[0] if below else 0) if step > 0 else (below[0] - 1 if below else -1)
+        else:
+            self.current += step
+        self.current %= len(self.matches)
+        self._show()
+        self._title()
+        line = self._shown().plain.count("\n", 0, self.matches[self.current][0])
+        body = self.query_one("#logs-body", VerticalScroll)
+        if not body.scroll_y <= line < body.scroll_y + body.size.height:
+            body.scroll_to(y=max(0, line - body.size.height // 3), animate=False)
+
+    def action_back(self) -> None:
+        box = self.query_one("#logs-search", Input)
+        if self.query_text or box.has_focus:  # esc clears a search before it leaves the screen
+            self.query_text, box.value, box.display = "", "", False
+            self.current = None
+            self.query_one("#logs-body", VerticalScroll).focus()
+            self._show()
+            self._title()
+            return
+        self.app.pop_screen()
+
+    def _shown(self) -> Text:
+        return self._text
+
+    def _show(self) -> None:
+        """Render the log (wrapped or not) with the search's matches highlighted."""
+        if self.logs is None or self.error:
+            return
+        t = logs_text(self.logs, self._width() if self.wrap else None)
+        self.matches = find_all(t.plain, self.query_text) if self.logs.lines else []
+        if self.current is not None and self.current >= len(self.matches):
+            self.current = None
+        for i, (start, end) in enumerate(self.matches):
+            t.stylize(CURRENT if i == self.current else MATCH, start, end)
+        self._text = t
+        self.query_one("#logs-text", Static).update(t)
 
     def _width(self) -> int | None:
         w = self.query_one("#logs-body", VerticalScroll).size.width
@@ -128,6 +226,12 @@ class LogsScreen(Screen):
         t.append(f"  ·  {what}  ·  {filt}", style="")
         if self.logs is not None:
             t.append(f"  ·  {len(self.logs.lines)} of {self.logs.total} lines")
+        if not self.wrap:
+            t.append("  ·  wrap off (w)")
+        if self.query_text:
+            found = (f"{self.current + 1} of {len(self.matches)}" if self.current is not None and self.matches
+                     else f"{len(self.matches)} matches" if self.matches else "no match")
+            t.append(f"  ·  /{clean(self.query_text)}/ {found}", style="bold" if self.matches else "bold red")
         if not self.previous:
             t.append("  ·  following (space: pause)" if self.following else "  ·  PAUSED (space: follow)",
                      style="" if self.following else "bold reverse")
@@ -152,7 +256,7 @@ class LogsScreen(Screen):
         if self.error or self.logs is None:
             body.update(Text(clean(self.error or "no logs read"), style="red"))
         else:
-            body.update(logs_text(self.logs, self._width()))
+            self._show()
         self._title()
         if not follow or at_end:  # following keeps the tail in view unless the reader scrolled up
             body_scroll.scroll_end(animate=False)

@@ -1,5 +1,5 @@
 """Mitigation keys of the fleet screen (k9s style): edit args, drain, rollout, restart, scale, roll
-back, logs, events and the `:` prompt.
+back, logs, events, describe (YAML) and the `:` prompt.
 
 A key is bound only when the app's permission gate (tui/gate.py) allows it: `check_action` says
 so, so the footer and the help never lie; pressing a hidden key flashes why. The `:` line is
@@ -223,6 +223,13 @@ class MitigationMixin(_MixinBase):
             from .logs import LogsScreen
 
             self.app.push_screen(LogsScreen(t[0], t[1].pod.namespace, t[1].pod.name))
+
+    def action_describe(self) -> None:
+        t = self._pod_target()
+        if t is not None:
+            from .describe import DescribeScreen
+
+            self.app.push_screen(DescribeScreen(t[0], t[1].pod.namespace, t[1].pod.name))
 
     def action_events(self) -> None:
         cluster = self.gate.cluster()

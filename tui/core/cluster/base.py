@@ -21,12 +21,13 @@ import asyncio
 import dataclasses
 import time
 from abc import ABC, abstractmethod
-from typing import Any, AsyncIterator, Awaitable
+from typing import Any, AsyncIterator, Awaitable, Mapping
 
 from ..diagnosis.loglines import trouble_lines
 from ..model import PodInfo
 from . import drain as _drain
 from .audit import AuditLog
+from .describe import Manifest as Manifest, manifest_yaml
 from .values import (  # re-exported ("X as X"): callers import these from `base`
     ACTION_VERBS as ACTION_VERBS,
     CHANGE_CAUSE_ANNOTATION as CHANGE_CAUSE_ANNOTATION,
@@ -132,6 +133,29 @@ class ClusterReads(ABC):
     async def spare_pending(self, namespace: str, owner: str) -> str | None:
         """Why a new replica of `owner` cannot start (e.g. no free GPU), or None."""
         return None
+
+    async def describe(self, namespace: str, pod: str) -> list[Manifest]:
+        """The pod's manifest and its owner's (Deployment, StatefulSet), read-only, as YAML; an
+        owner that cannot be read is a Manifest with its error (the pod's is still shown)."""
+        from .convert import owner_of
+
+        obj = await self._read_pod(namespace, pod)
+        out = [Manifest("Pod", pod, manifest_yaml(obj))]
+        kind, name = owner_of(obj)
+        if kind and name:
+            try:
+                out.append(Manifest(kind, name, manifest_yaml(await self._read_owner(namespace, kind, name))))
+            except ClusterError as e:
+                out.append(Manifest(kind, name, error=e.message))
+        return out
+
+    async def _read_pod(self, namespace: str, pod: str) -> Mapping[str, Any]:
+        """The pod as the API server returns it."""
+        raise ClusterError("error", "this cluster cannot show manifests")
+
+    async def _read_owner(self, namespace: str, kind: str, name: str) -> Mapping[str, Any]:
+        """The pod's workload as the API server returns it."""
+        raise ClusterError("error", "this cluster cannot show manifests")
 
 
 class ClusterActions(ABC):

@@ -22,12 +22,13 @@ from .args import Preflight
 # Actions and the API verbs they need (for the RBAC check and for hiding keys)
 
 MUTATING_ACTIONS = ("edit", "scale", "restart", "rollback", "drain", "delete-pod", "cordon", "evict", "deletion-cost")
-READ_ACTIONS = ("watch", "logs", "events", "metrics")
+READ_ACTIONS = ("watch", "logs", "events", "metrics", "describe")
 
 # action -> (verb, group, resource, subresource) tuples, all of which must be allowed
 ACTION_VERBS: dict[str, tuple[tuple[str, str, str, str], ...]] = {
     "watch": (("list", "", "pods", ""), ("watch", "", "pods", "")),
     "logs": (("get", "", "pods", "log"),),
+    "describe": (("get", "", "pods", ""),),  # the owner is read too; a denied owner read is said in the view
     "events": (("list", "", "events", ""),),
     "metrics": (("get", "", "pods", "proxy"),),
     "edit": (("patch", "apps", "deployments", ""),),

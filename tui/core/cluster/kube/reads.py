@@ -99,6 +99,13 @@ class KubeReads(KubeTransport):
         data = await self._call(self.apps.list_namespaced_deployment, self._ns(namespace))
         return [deployment_info(d) for d in data.get("items") or []]
 
+    async def _read_pod(self, namespace: str, pod: str) -> Mapping[str, Any]:
+        obj: dict[str, Any] = await self._call(self.core.read_namespaced_pod, pod, self._ns(namespace))
+        return obj
+
+    async def _read_owner(self, namespace: str, kind: str, name: str) -> Mapping[str, Any]:
+        return await self._read_workload(self._ns(namespace), name, kind)  # Deployments and StatefulSets
+
     async def _replica_sets(self, dep: Mapping[str, Any]) -> list[dict[str, Any]]:
         meta = dep.get("metadata") or {}
         sel = selector_string(((dep.get("spec") or {}).get("selector") or {}).get("matchLabels") or {})

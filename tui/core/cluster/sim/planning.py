@@ -8,7 +8,6 @@ from dataclasses import replace
 from typing import Any
 
 from .. import args as A
-from ..convert import HASH_LABEL
 from ..plans import bad_replicas, build_drain_plan, build_edit_plan, build_rollback_plan, build_scale_plan
 from ..values import REVISION_ANNOTATION, ActionPlan, EditArgsRequest, Target
 from .state import SimRevision, SimState, with_changes
@@ -85,12 +84,6 @@ class SimPlans(SimState):
                 "spec": {"template": self._pod_template(d, rev, hashed=True)}}
                for rev in sorted(latest.values(), key=lambda r: r.number)]
         return dep, rss
-
-    def _pod_template(self, d: Any, rev: SimRevision, hashed: bool = False) -> dict[str, Any]:
-        meta: dict[str, Any] = {"labels": {"app": d.name, **({HASH_LABEL: f"r{rev.number}"} if hashed else {})}}
-        if rev.restarted_at:
-            meta["annotations"] = {"kubectl.kubernetes.io/restartedAt": rev.restarted_at}
-        return {"metadata": meta, "spec": {"containers": [self._template(d, rev)]}}
 
     async def plan_rollback(self, namespace: str, name: str, kind: str = "Deployment") -> ActionPlan:
         """`kubectl rollout undo` with the real cluster's builder: the same JSON Patch shape."""

@@ -3,7 +3,7 @@ permissions, contexts and /metrics, from the simulator's state."""
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
 from ...model import PodInfo
 from ...sim.args import EngineArgs
@@ -67,6 +67,35 @@ class SimReads(SimState):
     async def list_deployments(self, namespace: str) -> list[DeploymentInfo]:
         self.sync()
         return [self._info(d) for d in self._deps.values()]
+
+    async def _read_pod(self, namespace: str, pod: str) -> Mapping[str, Any]:
+        """The pod as the API server would return it: its revision's template, owned by that
+        revision's ReplicaSet (so it resolves to its Deployment as a real pod does)."""
+        self.sync()
+        p = self._pod(namespace, pod)
+        d = self._dep(namespace, p.owner_name or "")
+        rev = next((r for r in d.revisions if r.key == self._pod_key.get(pod)), d.current)
+        tmpl = self._pod_template(d, rev, hashed=True)
+        meta: dict[str, Any] = {"name": pod, "namespace": p.namespace, "labels": {**tmpl["metadata"]["labels"], **p.labels}}
+        if "annotations" in tmpl["metadata"]:
+            meta["annotations"] = tmpl["metadata"]["annotations"]
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{d.name}-r{rev.number}",
+                                    "controller": True}]
+        status = {"phase": p.phase, "podIP": p.pod_ip,
+                  "containerStatuses": [{"name": "vllm", "ready": p.ready, "restartCount": p.restarts}]}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "spec": {"nodeName": p.node, **tmpl["spec"]}, "status": status}
+
+    async def _read_owner(self, namespace: str, kind: str, name: str) -> Mapping[str, Any]:
+        if kind != "Deployment":
+            raise ClusterError("not-found", f"the demo has no {kind} {name}", 404)
+        self.sync()
+        d = self._dep(namespace, name)
+        dep = self._dep_dict(d)
+        dep["spec"]["template"] = self._pod_template(d, d.current)
+        info = self._info(d)
+        status = {"replicas": info.current, "readyReplicas": info.ready, "updatedReplicas": info.updated}
+        return {"apiVersion": "apps/v1", "kind": "Deployment", **dep, "status": status}
 
     async def rollout_status(self, namespace: str, name: str, kind: str = "Deployment") -> RolloutStatus:
         self._ensure_task()

@@ -16,7 +16,7 @@ from ...sim.args import EngineArgs
 from ...sim.fleet import DEFAULT_LOAD_S, SimFleet
 from ..audit import AuditLog
 from ..base import Cluster
-from ..plans import container_spec
+from ..plans import HASH_LABEL, container_spec
 from . import sglang
 from ..values import REVISION_ANNOTATION, ClusterError, Condition, ContextPolicy, DeploymentInfo, EventInfo
 
@@ -281,6 +281,12 @@ class SimState(Cluster):
 
     def _template(self, d: SimDeployment, rev: SimRevision | None = None) -> dict[str, Any]:
         return container_for(d.model, (rev or d.current).args, d.sglang)
+
+    def _pod_template(self, d: SimDeployment, rev: SimRevision, hashed: bool = False) -> dict[str, Any]:
+        meta: dict[str, Any] = {"labels": {"app": d.name, **({HASH_LABEL: f"r{rev.number}"} if hashed else {})}}
+        if rev.restarted_at:
+            meta["annotations"] = {"kubectl.kubernetes.io/restartedAt": rev.restarted_at}
+        return {"metadata": meta, "spec": {"containers": [self._template(d, rev)]}}
 
     def _dep_dict(self, d: SimDeployment) -> dict[str, Any]:
         """The Deployment as the API server would return it (for the shared plan builders)."""

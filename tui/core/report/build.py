@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from .. import verdicts as V
 from ..diagnosis import Thresholds
-from ..diagnosis.runbook import Verification, verify
+from ..diagnosis.runbook import Verification, pre_incident, verify
 from ..history import Windows
 from ..model import FleetState, Scrape
 from ..monitor import Monitor
@@ -243,6 +243,10 @@ class _Collector:
         self._pending = list(mitigations)  # actions whose "first poll after" is still to come
         self._sums = [{k: [[0.0, 0] for _ in WINDOWS] for k in METRICS} for _ in mitigations]  # sum, n per window
         self._confirmed: dict[str, Verification] = {}  # replica -> its confirmed Verification (not asked again)
+        # per model group: the pre-incident latency p95s of the first of its replicas that had
+        # calm time before its verdict; pods born into the incident are verified against them (as
+        # the live runbook does through its IncidentMemory)
+        self._baselines: dict[str, dict[str, float | None]] = {}
 
     def __call__(self, mon: Monitor, state: FleetState, batch: list[Scrape]) -> None:
         ts = max(s.ts for s in batch)
@@ -281,6 +285,12 @@ class _Collector:
             if v.name in polled and v.verdict in INCIDENT and v.name not in self.first_verdict:
                 since = at[v.name]  # the scrape that gave it: diagnose's timeline entry
                 self.first_verdict[v.name] = (since, v.verdict)
+                h = mon.histories.get(v.name)
+                group = self.groups.get(v.name) or v.group or ""
+                if h is not None and group not in self._baselines:
+                    base = {k: pre_incident(h, k, since, self.t) for k in ("ttft", "itl")}
+                    if any(b is not None for b in base.values()):
+                        self._baselines[group] = base
                 run = self._run.get(v.name)
                 self.onset[v.name] = min(run, since) if run is not None else since
                 new.append(v)
@@ -334,7 +344,8 @@ class _Collector:
                 h = mon.histories.get(n)
                 if h is None:
                     return
-                res = verify(h, ts, self.t, self.first_verdict.get(n, (None,))[0])
+                base = self._baselines.get(self.groups.get(n) or "")
+                res = verify(h, ts, self.t, self.first_verdict.get(n, (None,))[0], base)
                 if not res.confirmed:
                     self.unrecovered = [f"{clean(n)}: {clean(res.text)}"]
                     return

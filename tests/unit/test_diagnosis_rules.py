@@ -465,8 +465,9 @@ def test_kv_pressure_still_leaves_at_once_below_kv_clear():
 
 
 def test_a_trouble_verdict_never_steps_down_to_healthy_while_requests_wait():
-    """After a cap stops the preemptions, KV leaves the ceiling while a queue builds: until the
-    queue verdict that explains it is established, the replica stays in trouble, never healthy."""
+    """An invariant (the state machine's guard): after a cap stops the preemptions, KV leaves the
+    ceiling while requests still wait; the replica goes from kv-pressure to the queue verdict that
+    explains it, never through healthy."""
     n = 14
     pre = [3.0 * min(i, 5) for i in range(n)]
     kv = [0.97] * 5 + [0.6] * (n - 5)

@@ -146,11 +146,14 @@ def restarts_cell(v: ReplicaView) -> tuple[str, bool]:
 
 
 def _tagged(name: str, tag: str, width: int) -> str:
-    """`name` + `tag` in `width`: the name gives way, never the tag."""
-    if len(name) + len(tag) <= width or not tag:
+    """`name` + `tag` in `width`: the name gives way, never the tag. A cut name keeps its end:
+    pods of one workload differ only in their last characters (`...-7d9f-abcde`)."""
+    if len(name) + len(tag) <= width:
         return name + tag
     keep = max(1, width - len(tag) - 1)
-    return name[:keep] + "…" + tag
+    tail = min(len(name) - 1, max(keep // 2, min(keep - 1, 6)))  # the pod hash's 5 and more
+    head = keep - tail
+    return name[:head] + "…" + name[len(name) - tail:] + tag
 
 
 def kv_bar(v: float | None, width: int) -> str:

@@ -75,7 +75,7 @@ async def start(pilot, src: ClusterSource, refreshes: int = 2) -> None:
 
 def select(pilot, name: str) -> None:
     table = pilot.app.screen.query_one("FleetTable")
-    row = next(i for i in range(table.row_count) if table.get_row_at(i)[0].plain.strip() == name)
+    row = table.get_row_index(name)  # by the row key (the replica name): a long name is cut on screen
     table.move_cursor(row=row)
 
 

@@ -31,7 +31,7 @@ async def test_demo_scale_key_is_refused_without_an_audit_log(tmp_path) -> None:
             prompt.query_one(Input).value = "3"
             await pilot.press("enter")
             await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
-            await pilot.press("tab", "enter")
+            await pilot.press("enter")  # the dialog focuses its body: enter confirms
             await until(pilot, lambda: any("audit log" in n for n in notes(app)), timeout=15,
                         what=lambda: notes(app))
             said = " ".join(notes(app))

@@ -30,3 +30,17 @@ async def test_the_fleet_tables_datatable_sort_is_still_callable():
         table = app.screen.query_one(FleetTable)
         assert callable(table.sort)
         assert table.sort_by == ("severity", False)  # kvwatch's own sort state, under its own name
+
+
+def test_a_cut_replica_name_keeps_its_distinguishing_end():
+    """Pods of one workload differ only at the end of their names: a name cut to fit the column
+    keeps its end, so two rows never read the same."""
+    from widgets.fleet_table import _tagged
+
+    a, b = "qwen-sg-d217a2f136-00015", "qwen-sg-d217a2f136-0001a"
+    for width in (10, 16, 22):
+        ca, cb = _tagged(a, "", width), _tagged(b, "", width)
+        assert len(ca) == len(cb) == width and ca != cb, (width, ca, cb)
+        assert ca.endswith("15") and cb.endswith("1a")
+    tagged = _tagged(a, " (stale 8s)", 22)
+    assert tagged.endswith(" (stale 8s)") and len(tagged) == 22 and "…" in tagged

@@ -113,7 +113,7 @@ async def roll_out(c: SimCluster, ns: str, changes: dict) -> None:
 async def open_on(pilot, name: str, key: str) -> None:
     """Select `name` on the fleet screen, press `key`, and wait for the screen's cluster reads."""
     table = pilot.app.screen.query_one("FleetTable")
-    row = next(i for i in range(table.row_count) if table.get_row_at(i)[0].plain.strip() == name)
+    row = table.get_row_index(name)  # by the row key (the replica name): a long name is cut on screen
     table.move_cursor(row=row)
     await pilot.pause()
     await pilot.press(key)

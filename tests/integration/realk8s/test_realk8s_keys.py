@@ -31,7 +31,7 @@ async def test_drain_key_drains_a_pod_on_the_real_control_plane(cluster: Cluster
         dialog = await until(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen) and pilot.app.screen, timeout=30)
         assert dialog.plan.action == "drain" and dialog.plan.target.name == target
         assert "mechanism: scale-down" in dialog.plan.diff, dialog.plan.diff
-        await pilot.press("tab", "enter")
+        await pilot.press("enter")  # the dialog focuses its body: enter confirms
         screen = await until(pilot, lambda: isinstance(pilot.app.screen, DrainScreen) and pilot.app.screen, timeout=30)
         await until(pilot, lambda: screen.finished, refresh=True, timeout=120,
                     what=lambda: str([(st.step, st.status, st.message) for _, st in screen.rows][-3:]))

@@ -146,14 +146,17 @@ def keys_from_terminal() -> str | None:
     return None
 
 
-def make_app(args: argparse.Namespace, monitor: Monitor, cfg: Config, **kw):
-    from .app import KvwatchApp
-    from .terminal import detect
-
+def require_terminal() -> None:
+    """Before the dashboard runs: keys come from a terminal, or kvwatch says why and exits 2."""
     why = keys_from_terminal()
     if why:
         print(f"kvwatch: {why}", file=sys.stderr)
         raise SystemExit(2)
+
+
+def make_app(args: argparse.Namespace, monitor: Monitor, cfg: Config, **kw):
+    from .app import KvwatchApp
+    from .terminal import detect
 
     ascii_only = bool(getattr(args, "ascii", False)) or detect().ascii
     return KvwatchApp(monitor, args.interval, readonly=getattr(args, "readonly", False), theme=args.theme,
@@ -250,6 +253,7 @@ def run(args: argparse.Namespace, source: Source, on_shutdown: Callable[[], None
 
             return asyncio.run(run_json(monitor, args.interval, args.duration, backfill_s=backfill, extra=extra))
         context = getattr(args, "context", None) or getattr(source, "context", None)
+        require_terminal()
         take = first_scrape(source)
         app = make_app(args, monitor, cfg, context=context)
         app_box.append(app)

@@ -38,7 +38,7 @@ def register(sub) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     from tui.core.replay import parse_seek
     from tui.core.sources.replay import ReplaySource
-    from tui.launch import apply_config, make_app, make_monitor, report_config
+    from tui.launch import apply_config, make_app, make_monitor, report_config, require_terminal
 
     if not args.speed > 0:
         print("kvwatch replay: --speed must be positive", file=sys.stderr)
@@ -72,6 +72,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if args.paused:
         src.pause()
     args.interval = src.interval
+    require_terminal()
     app = make_app(args, monitor, cfg, mode="replay")
     app.run()
     return app.return_code or 0

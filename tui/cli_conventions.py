@@ -53,6 +53,19 @@ def url_arg(value: str) -> str:
     return value
 
 
+def unreadable_input(command: str, path: str, e: OSError) -> str:
+    """The one line a subcommand that reads a recording says when the file cannot be opened."""
+    from .core.textsafe import clean
+
+    if isinstance(e, FileNotFoundError):
+        why = "no such file"
+    elif isinstance(e, IsADirectoryError):
+        why = "is a directory, not a scrape log"
+    else:
+        why = f"cannot read: {e.strerror or e}"
+    return f"kvwatch {command}: {clean(path)}: {why}"
+
+
 def closed_pipe() -> int:
     """stdout's reader went away: stop quietly. Point stdout at /dev/null so the interpreter's
     final flush does not print a second BrokenPipeError on the way out."""

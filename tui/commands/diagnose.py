@@ -79,6 +79,7 @@ def _what_is(path: str) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from tui.core.config import load_config
     from tui.core.offline import diagnose_file
+    from tui.cli_conventions import unreadable_input
     from tui.core.textsafe import clean
 
     if bool(args.file) == bool(args.input):
@@ -89,14 +90,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvwatch diagnose: config: {prob}", file=sys.stderr)
     try:
         result = diagnose_file(args.input, cfg.thresholds, cfg.windows)
-    except FileNotFoundError:
-        print(f"kvwatch diagnose: {args.input}: no such file", file=sys.stderr)
-        return 2
-    except IsADirectoryError:
-        print(f"kvwatch diagnose: {args.input}: is a directory, not a scrape log", file=sys.stderr)
-        return 2
     except OSError as e:
-        print(f"kvwatch diagnose: {args.input}: cannot read: {e.strerror or e}", file=sys.stderr)
+        print(unreadable_input("diagnose", args.input, e), file=sys.stderr)
         return 2
     what = _what_is(args.input) if not result.replicas else None
     if what:  # one line that says what the file is, not one problem per line of it

@@ -54,6 +54,7 @@ def parse_time(text: str) -> float:
 def run(args: argparse.Namespace) -> int:
     from tui.core.config import load_config
     from tui.core.report import build_report, write_report
+    from tui.cli_conventions import unreadable_input
     from tui.core.textsafe import clean
 
     try:
@@ -68,14 +69,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"kvwatch report: config: {prob}", file=sys.stderr)
     try:
         report = build_report(args.file, args.audit, start, end, cfg.thresholds, cfg.windows)
-    except FileNotFoundError:
-        print(f"kvwatch report: {clean(args.file)}: no such file", file=sys.stderr)
-        return 2
-    except IsADirectoryError:
-        print(f"kvwatch report: {clean(args.file)}: is a directory, not a scrape log", file=sys.stderr)
-        return 2
     except OSError as e:
-        print(f"kvwatch report: {clean(args.file)}: cannot read: {e.strerror or e}", file=sys.stderr)
+        print(unreadable_input("report", args.file, e), file=sys.stderr)
         return 2
     for problem in report.problems:
         print(f"kvwatch report: {clean(problem)}", file=sys.stderr)

@@ -261,6 +261,7 @@ class Endpoint:
     requests: list[Request] = field(default_factory=list)
     conns: set = field(default_factory=set)
     server: asyncio.base_events.Server | None = None
+    arrived: asyncio.Condition = field(default_factory=asyncio.Condition)  # notified per request
 
 
 # -- modes ---------------------------------------------------------------------------------------
@@ -508,6 +509,8 @@ class FaultServer:
                         path += "?" + body.decode("latin-1")  # POSTed query: keep it visible
                     req = Request(method, path, headers, len(ep.requests), time.monotonic() - ep.started)
                     ep.requests.append(req)
+                    async with ep.arrived:
+                        ep.arrived.notify_all()
                     await handler(req, w)
                     break  # Connection: close on every answer
             except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ssl.SSLError):
@@ -531,6 +534,12 @@ class FaultServer:
 
     def requests(self, url: str) -> list[Request]:
         return next(ep.requests for ep in self.endpoints if ep.url == url)
+
+    async def until_requests(self, url: str, n: int) -> None:
+        """Until `url` has been asked `n` times (woken by each request, not polled)."""
+        ep = next(ep for ep in self.endpoints if ep.url == url)
+        async with ep.arrived:
+            await ep.arrived.wait_for(lambda: len(ep.requests) >= n)
 
     async def add_proxy(self) -> str:
         """A forward proxy (absolute-URI GETs and CONNECT tunnels) to 127.0.0.1 only; its URL.

@@ -16,10 +16,8 @@ def _replica(line: dict, url: str) -> dict:
 
 async def _kill_after(fs: FaultServer, url: str, n: int) -> None:
     """Close `url`'s listener once it has answered `n` scrapes: later ones are refused."""
-    ep = next(e for e in fs.endpoints if e.url == url)
-    while len(ep.requests) < n:
-        await asyncio.sleep(0.02)
-    ep.server.close()
+    await fs.until_requests(url, n)
+    next(e for e in fs.endpoints if e.url == url).server.close()
 
 
 async def test_a_dead_endpoint_is_never_healthy(tmp_path: Path) -> None:

@@ -63,8 +63,9 @@ async def test_a_replica_that_dies_mid_run_is_not_left_ok(tmp_path: Path, tls: b
         ok, dying = await fs.add("healthy", tls=tls), await fs.add("healthy", tls=tls)
         task = asyncio.create_task(run_cli(str(tmp_path), *urls(ok, dying), "--json", "--duration", "4",
                                            "--interval", "0.5", "--timeout", "1", env=tls_env(str(tmp_path))))
-        while len(fs.requests(dying)) < 2 and not task.done():
-            await asyncio.sleep(0.05)
+        asked = asyncio.create_task(fs.until_requests(dying, 2))
+        await asyncio.wait({asked, task}, return_when=asyncio.FIRST_COMPLETED)  # (or the run ended early)
+        asked.cancel()
         await fs.kill(dying)
         run = await task
     assert run.rc == 0, run.err

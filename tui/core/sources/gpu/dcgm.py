@@ -65,7 +65,7 @@ HOST_LABELS = ("Hostname", "hostname", "node", "kubernetes_node", "nodename")
 # Labels kept by the query's aggregation: identity, placement and pod mapping.
 KEEP_LABELS = (
     "__name__", "gpu", "UUID", "uuid", "device", "modelName", "GPU_I_ID", *HOST_LABELS,
-    "pod", "namespace", "exported_pod", "exported_namespace",
+    "pod", "namespace", "container", "exported_pod", "exported_namespace", "exported_container",
     "gpu_id", "gpu_uuid", "serial_number", "card_model", "gpu_partition_id",
 )
 

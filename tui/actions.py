@@ -132,6 +132,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("logs_next", "n,enter", "next_match(1)", "Next match", "logs", refines=("replay_next",)),
     _a("logs_prev", "N", "next_match(-1)", "Previous match", "logs", show=False),
     _a("logs_wrap", "w", "toggle_wrap", "Wrap", "logs", show=False),
+    _a("logs_range", "t", "cycle_range", "Time range", "logs", show=False),  # all / 5 min / 1 min / incident
     _a("logs_reload", "ctrl+r", "reload", "Reload", "logs", refines=("refresh",)),
     _a("logs_follow", "space", "toggle_follow", "Follow", "logs"),
     _a("drain_cancel", "c", "cancel_drain", "Cancel drain", "drain", mutates=True),

@@ -150,14 +150,23 @@ async def test_u_with_no_gpu_source_says_no_data_and_why() -> None:
 
             return [replace(s, gpu=None) for s in await super().poll()]
 
-    app = KvwatchApp(Monitor(NoGpu({"r0": "healthy"})), 1.0, autostart=False)
+    app = KvwatchApp(Monitor(NoGpu({"r0": "healthy", "r1-down": "down"})), 1.0, autostart=False)
     async with app.run_test(size=(80, 24)) as pilot:
         await prime(pilot, 2)
-        await pilot.press("u")
-        screen = await until(pilot, lambda: isinstance(app.screen, GpuScreen) and app.screen)
+        screen = await open_u(pilot, "r0")
         text = shown(screen)
-        assert "no data: the source (scripted: 1 replicas) gave no GPU series for it" in text
+        assert "no data: the source (scripted: 2 replicas) gave no GPU series for it" in text
         assert "GiB" not in text and "0%" not in text
+        await pilot.press("question_mark")  # the help lists this screen's keys
+        await until(pilot, lambda: type(app.screen).__name__ == "HelpScreen")
+        rows = {(k, d) for k, d, _ in app.screen.rows}
+        assert ("esc", "Back") in rows, sorted(rows)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen)
+        await pilot.press("escape")
+        await until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        screen = await open_u(pilot, "r1-down")  # never scraped: nothing to show, and why
+        assert "no data: no good scrape of this replica yet" in shown(screen)
 
 
 async def test_the_gpu_panel_fits_80x24() -> None:
@@ -180,3 +189,21 @@ async def test_the_gpu_panel_fits_80x24() -> None:
             assert len(block) - 1 <= body.size.height and any("processes" in line for line in block)
             keys = sorted(k.key for k in screen.query(FooterKey) if k.region.right <= 80 and k.region.width)
             assert {"escape", "q", "question_mark"} <= set(keys), keys
+
+
+async def test_after_a_failed_scrape_the_panel_says_its_values_are_the_last_good_ones() -> None:
+    class Fails(ScriptedSource):
+        async def poll(self):
+            from dataclasses import replace
+
+            out = await super().poll()
+            return out if self.n <= 2 else [replace(s, sample=None, gpu=None, error="connection refused") for s in out]
+
+    app = KvwatchApp(Monitor(Fails({"r0": "fault"})), 1.0, autostart=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await prime(pilot, 3)
+        await pilot.press("u")
+        screen = await until(pilot, lambda: isinstance(app.screen, GpuScreen) and app.screen)
+        text = shown(screen)
+        assert "the last scrape failed: values of the last good scrape, 5s ago" in text, text
+        assert "throttle thermal (hardware)" in text

@@ -105,3 +105,20 @@ def test_why_absent_says_where_it_looked():
                            Target("b", "http://127.0.0.1:2/metrics", gpu_url="http://127.0.0.1:3/metrics")])
     assert why_absent(direct, "a", None, None) == "no DCGM exporter page given for this replica (--gpu-url)"
     assert "DCGM page http://127.0.0.1:3/metrics was unreadable" in why_absent(direct, "b", None, None)
+
+
+def test_amd_exporter_power_and_pod_user():
+    from tests.unit.test_gpu_dcgm import amd
+    from tui.core.sources.gpu.dcgm import GpuAllocation, join_series
+
+    kw = dict(pod="vllm-mi", namespace="inference", container="vllm")
+    series = [amd("gpu_used_vram", 176931, **kw), amd("gpu_total_vram", 196592, **kw),
+              amd("gpu_package_power", 512.0, **kw),
+              amd("gpu_used_vram", 100, gpu_id="1"), amd("gpu_total_vram", 196592, gpu_id="1")]
+    g = join_series(series, {"vllm-mi": ("inference", "vllm-mi")})["vllm-mi"]
+    (d,) = g.devices
+    assert d.power_w == 512.0
+    (p,) = d.processes
+    assert (p.pod, p.namespace, p.container, p.pid) == ("vllm-mi", "inference", "vllm", None)
+    idle = join_series(series, {"r": (None, None)}, {"r": GpuAllocation("node-m", devices=("1",))})["r"]
+    assert idle.devices[0].processes == () and idle.devices[0].power_w is None

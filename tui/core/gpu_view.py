@@ -92,8 +92,7 @@ def why_absent(source: Any, replica: str, namespace: str | None, pod: str | None
 
 def panel_for(monitor: Any, replica: str, now: float) -> GpuPanel:
     """The panel of `replica` from the monitor's last refresh."""
-    snap = monitor.replica_snapshot(replica)
-    h = snap.history if snap is not None else None
+    h = monitor.histories.get(replica)  # only its last good scrape: no copy of its points
     last_ok = getattr(h, "last_ok", None)
     stale = h is not None and h.last_error is not None
     view = next((r for r in monitor.state.replicas if r.name == replica), None)

@@ -166,6 +166,12 @@ SESSIONS = [
             Shot("replay-seek", keys=("T", *"-30s"), after=("escape",)),
         ],
     ),
+    # the GPU panel (`u`) of the replica on the throttling node (the fault starts at 60 s)
+    Session("throttled-node", sim_seconds=150.0, size=(120, 30),
+            shots=[Shot("gpu-throttled-node-120x30", keys=("slash", *"llama-8b-1", "enter", "u"),
+                        after=("escape", "escape")),
+                   Shot("gpu-throttled-node-80x24", size=(80, 24), keys=("slash", *"llama-8b-1", "enter", "u"),
+                        after=("escape", "escape"))]),
     Session("long-prompts", sim_seconds=600.0, until=_pressured, ascii=True, size=(80, 24),
             shots=[Shot("ascii-80x24")]),
 ]

@@ -409,6 +409,7 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
     page = healthy_page(**opts.get("page", {}))
     table: dict[str, Handler] = {
         "healthy": static(lambda: page),
+        "text": static(lambda: opts.get("text", "")),  # a given page as it is (a DCGM exporter's, ...)
         "hang": hang,
         "reset": reset,
         "http500": http500,

@@ -106,6 +106,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("triage", "t", "triage", "Triage", *_OPEN),
     _a("runbook", "g", "diagnosis('runbook')", "Runbook", *_OPEN, show=False),
     _a("capacity", "c", "diagnosis('capacity')", "Capacity", *_OPEN, show=False),
+    _a("gpu", "u", "gpu", "GPUs", *_OPEN, show=False),  # the replica's GPU panel (tui/screens/gpu.py)
     # -- modal and sub-screens ---------------------------------------------------------------
     _a("close", "escape,q,question_mark", "dismiss", "Close", "help", palette=False, refines=("quit", "help")),
     _a("help_search", "slash", "search", "Search", "help", palette=False),
@@ -121,6 +122,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("events_reload", "ctrl+r", "reload", "Reload", "events", refines=("refresh",)),
     _a("events_warnings", "w", "toggle_warnings", "Warnings only", "events"),
     _a("describe_back", "escape", "app.pop_screen", "Back", "describe", palette=False),
+    _a("gpu_back", "escape", "app.pop_screen", "Back", "gpu", palette=False),
     _a("describe_reload", "ctrl+r", "reload", "Reload", "describe", refines=("refresh",)),
     _a("logs_back", "escape", "back", "Back", "logs", palette=False),  # clears a search first
     _a("logs_previous", "P", "toggle_previous", "Previous container", "logs"),  # p: pause
@@ -130,6 +132,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("logs_next", "n,enter", "next_match(1)", "Next match", "logs", refines=("replay_next",)),
     _a("logs_prev", "N", "next_match(-1)", "Previous match", "logs", show=False),
     _a("logs_wrap", "w", "toggle_wrap", "Wrap", "logs", show=False),
+    _a("logs_range", "t", "cycle_range", "Time range", "logs", show=False),  # all / 5 min / 1 min / incident
     _a("logs_reload", "ctrl+r", "reload", "Reload", "logs", refines=("refresh",)),
     _a("logs_follow", "space", "toggle_follow", "Follow", "logs"),
     _a("drain_cancel", "c", "cancel_drain", "Cancel drain", "drain", mutates=True),

@@ -166,6 +166,18 @@ class Sample:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuProcess:
+    """A user of one GPU: a PID with its memory (NVML) or a pod's container (DCGM pod mapping)."""
+
+    pid: int | None = None
+    used_memory_bytes: float | None = None  # None: the driver does not say (MIG, no permission)
+    name: str | None = None  # the process name, where the driver or /proc gives it
+    pod: str | None = None
+    namespace: str | None = None
+    container: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GpuDevice:
     """One GPU as a DCGM exporter, NVML, amdsmi or nvidia-smi reports it. None = not reported."""
 
@@ -180,6 +192,9 @@ class GpuDevice:
     ecc_uncorrected: float | None = None
     xid_errors: float | None = None  # last XID code seen (0 = none)
     temperature_c: float | None = None
+    power_w: float | None = None
+    power_limit_w: float | None = None
+    processes: tuple[GpuProcess, ...] = ()  # empty: none known (see the source for why)
 
     @property
     def memory_pct(self) -> float | None:

@@ -141,6 +141,11 @@ class DetailScreen(Screen):
     def action_diagnosis(self, mode: str) -> None:
         open_diagnosis(self.app, self.replica, mode)
 
+    def action_gpu(self) -> None:
+        from .gpu import open_gpu
+
+        open_gpu(self.app, self.replica)
+
     def on_resize(self) -> None:
         if self._pts:
             self._draw(self._pts, self.frozen_at or self.app.monitor.state.ts)

@@ -268,6 +268,11 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
 
         self.app.push_screen(DetailScreen(name))
 
+    def action_gpu(self) -> None:
+        from .gpu import open_gpu
+
+        open_gpu(self.app, self.query_one(FleetTable).selected_name())
+
     def action_triage(self) -> None:
         from .triage import open_diagnosis  # its runbook and facts load on first use
 

@@ -2,7 +2,9 @@
 preemption warnings, CUDA OOM, engine errors, tracebacks; never vLLM's periodic stats line),
 followed live (`space` pauses and resumes), with `p` for the previous (restarted) container and
 `f` to show every line. Long lines wrap under their own indent (`w` turns wrapping off). `/`
-searches the text shown: matches are highlighted, `n` (or enter) and `N` jump between them."""
+searches the text shown: matches are highlighted, `n` (or enter) and `N` jump between them.
+`t` cycles the time range (all, last 5 / 1 min, since the replica's incident began: see
+tui/core/log_range.py), asked of the cluster, never cut after a whole read."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from tui.core.cluster.base import Cluster, ClusterError, LogLines
+from tui.core import log_range
 from tui.core.diagnosis.loglines import kind
 from tui.core.textsafe import clean
 from tui.keyhold import PromptInput
@@ -83,8 +86,10 @@ class LogsScreen(Screen):
     """
 
     def __init__(self, cluster: Cluster, namespace: str, pod: str, *, container: str | None = None,
-                 previous: bool = False, tail: int = 2000) -> None:
+                 previous: bool = False, tail: int = 2000, replica: str | None = None) -> None:
         super().__init__()
+        self.replica = replica  # the monitor's name for it: its incident bounds the range
+        self.range = log_range.ALL
         self.cluster = cluster
         self.namespace = namespace
         self.pod = pod
@@ -134,6 +139,21 @@ class LogsScreen(Screen):
     def action_reload(self) -> None:
         self._title()
         self._load()
+
+    def action_cycle_range(self) -> None:
+        self.range = log_range.next_range(self.range, self._incident() is not None)
+        self.action_reload()
+
+    def _incident(self) -> tuple[str, float] | None:
+        if self.replica is None:
+            return None
+        state = self.app.monitor.state
+        return log_range.incident(next((r for r in state.replicas if r.name == self.replica), None))
+
+    def _since_s(self) -> float | None:
+        inc = self._incident()
+        return log_range.since_seconds(self.range, self.app.monitor.state.ts, inc[1] if inc else None,
+                                       margin=self.app.interval)
 
     def on_resize(self) -> None:  # re-wrap at the new width
         self._show()
@@ -226,6 +246,9 @@ class LogsScreen(Screen):
         t.append(f"  ·  {what}  ·  {filt}", style="")
         if self.logs is not None:
             t.append(f"  ·  {len(self.logs.lines)} of {self.logs.total} lines")
+        inc = self._incident()
+        rng = self.range if self.range != log_range.INCIDENT or inc else log_range.ALL  # it ended
+        t.append(f"  ·  {log_range.label(rng, inc)} (t)")
         if not self.wrap:
             t.append("  ·  wrap off (w)")
         if self.query_text:
@@ -242,8 +265,10 @@ class LogsScreen(Screen):
         body_scroll = self.query_one("#logs-body", VerticalScroll)
         at_end = body_scroll.scroll_y >= body_scroll.max_scroll_y - 1
         try:
+            since = self._since_s()
+            kw = {"since_s": since} if since is not None else {}  # all: the cluster's plain read
             logs = await self.cluster.logs(self.namespace, self.pod, self.container, previous=self.previous,
-                                           tail=self.tail, filtered=self.filtered)
+                                           tail=self.tail, filtered=self.filtered, **kw)
             error = None
         except ClusterError as e:
             logs, error = None, e.message

@@ -222,7 +222,7 @@ class MitigationMixin(_MixinBase):
         if t is not None:
             from .logs import LogsScreen
 
-            self.app.push_screen(LogsScreen(t[0], t[1].pod.namespace, t[1].pod.name))
+            self.app.push_screen(LogsScreen(t[0], t[1].pod.namespace, t[1].pod.name, replica=t[1].name))
 
     def action_describe(self) -> None:
         t = self._pod_target()

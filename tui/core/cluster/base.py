@@ -96,21 +96,24 @@ class ClusterReads(ABC):
         previous: bool = False,
         tail: int = 2000,
         filtered: bool = True,
+        since_s: float | None = None,
     ) -> LogLines:
         """The pod's last `tail` log lines (its restarted container's with `previous`), made safe
         for a terminal; with `filtered`, only the lines that signal trouble (diagnosis.loglines:
-        preemption warnings, CUDA OOM, engine errors, tracebacks; not vLLM's periodic stats line)."""
-        container, raw = await self._log_lines(namespace, pod, container, previous, tail)
+        preemption warnings, CUDA OOM, engine errors, tracebacks; not vLLM's periodic stats line);
+        with `since_s`, only those of the last `since_s` seconds (read so, not cut after)."""
+        container, raw = await self._log_lines(namespace, pod, container, previous, tail, since_s=since_s)
         lines = [sanitize(ln) for ln in raw]
         kept = trouble_lines(lines) if filtered else lines
         return LogLines(pod, container, previous, tuple(kept), len(lines), filtered)
 
     @abstractmethod
     async def _log_lines(
-        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int
+        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int,
+        since_s: float | None = None,
     ) -> tuple[str | None, list[str]]:
-        """(the container read, its raw log lines); raises `no_previous_logs` when `previous`
-        is asked of a container that never restarted."""
+        """(the container read, its raw log lines, of the last `since_s` seconds when given);
+        raises `no_previous_logs` when `previous` is asked of a container that never restarted."""
 
     @abstractmethod
     async def events(self, namespace: str, limit: int = 200, involving: str | None = None) -> list[EventInfo]: ...

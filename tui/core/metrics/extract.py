@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from ..model import EngineSample, GpuDevice, GpuSample, Histogram, Sample
+from ..model import EngineSample, GpuDevice, GpuProcess, GpuSample, Histogram, Sample
 from . import names
 from .lora import LORA_INFO, lora_info
 from .parser import Labels, Page, SampleRow, histogram_series, parse
@@ -389,6 +389,8 @@ def to_gpu(
                 ecc_uncorrected=f.get("ecc_dbe"),
                 xid_errors=f.get("xid"),
                 temperature_c=f.get("temperature_c"),
+                power_w=f.get("power_w"),
+                processes=_pod_users(labels),
             )
         )
     if pod is not None:
@@ -400,6 +402,16 @@ def to_gpu(
     else:
         join = ""
     return GpuSample(devices=tuple(devices), source=source, join=join)
+
+
+def _pod_users(labels: Labels) -> tuple[GpuProcess, ...]:
+    """The pod using a GPU, from the exporter's pod mapping (Prometheus may have renamed the
+    labels `exported_*` to keep its own); an unmapped GPU carries empty values: no user known."""
+    pod = labels.get("exported_pod") or labels.get("pod")
+    if not pod:
+        return ()
+    return (GpuProcess(pod=pod, namespace=labels.get("exported_namespace") or labels.get("namespace") or None,
+                       container=labels.get("exported_container") or labels.get("container") or None),)
 
 
 def _device_order(meta: dict[tuple[str, str], Labels]) -> Any:

@@ -75,6 +75,7 @@ DCGM = {
     "DCGM_FI_DEV_XID_ERRORS": "xid",
     "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": "ecc_dbe",
     "DCGM_FI_DEV_GPU_TEMP": "temperature_c",
+    "DCGM_FI_DEV_POWER_USAGE": "power_w",
 }
 
 # NVML clocks-event (throttle) reason bits -> names. "gpu_idle" and "applications_clocks_setting"

@@ -8,6 +8,7 @@ import asyncio
 import copy
 import dataclasses
 import datetime as _dt
+import math
 from typing import Any, Mapping
 
 from ...model import PodInfo
@@ -171,7 +172,8 @@ class KubeReads(KubeTransport):
         return statefulset_rollout(sts, pods)
 
     async def _log_lines(
-        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int
+        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int,
+        since_s: float | None = None,
     ) -> tuple[str | None, list[str]]:
         if container is None:
             p = await self._call(self.core.read_namespaced_pod, pod, namespace)
@@ -179,6 +181,8 @@ class KubeReads(KubeTransport):
             vi = vllm_index(cs)
             container = cs[vi].get("name") if vi is not None else (cs[0].get("name") if cs else None)
         kw: dict[str, Any] = {"tail_lines": tail, "previous": previous}
+        if since_s is not None:  # the API server cuts the log: a huge one is never sent whole
+            kw["since_seconds"] = max(1, math.ceil(since_s))
         if container:
             kw["container"] = container
         try:

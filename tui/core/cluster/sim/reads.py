@@ -3,10 +3,13 @@ permissions, contexts and /metrics, from the simulator's state."""
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, AsyncIterator, Mapping
 
 from ...model import PodInfo
 from ...sim.args import EngineArgs
+from ...sim.replica import fmt_ts
 from ..plans import compute_rollout
 from ..values import (
     ACTION_VERBS,
@@ -128,10 +131,13 @@ class SimReads(SimState):
         return compute_rollout(info, new, olds, [], self.now())
 
     async def _log_lines(
-        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int
+        self, namespace: str, pod: str, container: str | None, previous: bool, tail: int,
+        since_s: float | None = None,
     ) -> tuple[str | None, list[str]]:
         try:
             lines = list(self.fleet.logs(pod, tail))
+            if since_s is not None:
+                lines = lines_since(lines, self.fleet.clock() - since_s, self.fleet.clock())
         except KeyError:
             raise ClusterError("not-found", f'not found: pods "{pod}" not found', 404) from None
         if previous and self.fleet.status(pod).state != "failed":
@@ -179,3 +185,23 @@ class SimReads(SimState):
         if r.status_code != 200:
             raise ClusterError("server", f"{pod.name}: /metrics returned HTTP {r.status_code}: {sanitize(r.text[:200])}", r.status_code)
         return r.text
+
+
+_STAMP = re.compile(r"\b(\d\d-\d\d \d\d:\d\d:\d\d)\b")
+
+
+def lines_since(lines: list[str], cut: float, now: float) -> list[str]:
+    """The simulated log's lines stamped at or after `cut` (as the API server's sinceSeconds).
+    Stamps are "MM-DD HH:MM:SS" (vLLM's, in UTC on the simulated clock); a line without one (a
+    traceback's) goes with the line before it. A stamp after `now` is last year's."""
+    low, high = fmt_ts(cut), fmt_ts(now)
+    out: list[str] = []
+    keep = False
+    for line in lines:
+        m = _STAMP.search(line)
+        if m is not None:
+            stamp = m.group(1)
+            keep = low <= stamp <= high if low <= high else (stamp >= low or stamp <= high)
+        if keep:
+            out.append(line)
+    return out

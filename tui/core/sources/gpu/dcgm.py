@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping
 from ...metrics import names
 from ...metrics.extract import to_gpu
 from ...metrics.parser import Page
-from ...model import GpuDevice, GpuSample
+from ...model import GpuDevice, GpuProcess, GpuSample
 from ..promclient import Series
 from . import reasons
 
@@ -37,6 +37,8 @@ AMD = {
     "gpu_junction_temperature": "temperature_c",
     "gpu_edge_temperature": "edge_temperature_c",
     "gpu_ecc_uncorrect_total": "ecc_uncorrected",
+    "gpu_package_power": "power_w",  # MI3xx
+    "gpu_power_usage": "power_w",
 }
 # Violation residency (% of time throttled, recent window) -> throttle reason when > 0.
 AMD_THROTTLE = {
@@ -65,7 +67,7 @@ HOST_LABELS = ("Hostname", "hostname", "node", "kubernetes_node", "nodename")
 # Labels kept by the query's aggregation: identity, placement and pod mapping.
 KEEP_LABELS = (
     "__name__", "gpu", "UUID", "uuid", "device", "modelName", "GPU_I_ID", *HOST_LABELS,
-    "pod", "namespace", "exported_pod", "exported_namespace",
+    "pod", "namespace", "container", "exported_pod", "exported_namespace", "exported_container",
     "gpu_id", "gpu_uuid", "serial_number", "card_model", "gpu_partition_id",
 )
 
@@ -172,12 +174,13 @@ def to_sample(devs: list[DeviceRows], join: str) -> GpuSample | None:
 def _amd_device(d: DeviceRows) -> GpuDevice | None:
     f: dict[str, float] = {}
     active: list[str] = []
-    name = None
+    name = container = None
     for metric, rows in d.rows.items():
         for labels, v in rows:
             if v != v or abs(v) >= _BLANK:
                 continue
             name = name or labels.get("card_model")
+            container = container or labels.get("exported_container") or labels.get("container")
             if metric in AMD_THROTTLE:
                 if v > 0 and AMD_THROTTLE[metric] not in active:
                     active.append(AMD_THROTTLE[metric])
@@ -198,6 +201,9 @@ def _amd_device(d: DeviceRows) -> GpuDevice | None:
         throttle_reasons=tuple(active),
         ecc_uncorrected=f.get("ecc_uncorrected"),
         temperature_c=f.get("temperature_c", f.get("edge_temperature_c")),
+        power_w=f.get("power_w"),
+        # the exporter's pod mapping: the pod using this GPU (no PIDs in exporter series)
+        processes=(GpuProcess(pod=d.pod, namespace=d.namespace, container=container or None),) if d.pod else (),
     )
 
 

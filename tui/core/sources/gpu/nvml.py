@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...metrics import names
-from ...model import GpuDevice, GpuSample
+from ...model import GpuDevice, GpuProcess, GpuSample
 from ...textsafe import clean
 from .errors import GpuUnavailable
 from .library import LibrarySampler
@@ -151,6 +151,8 @@ class NvmlSampler(LibrarySampler):
             temp = self._get("nvmlDeviceGetTemperature", h, getattr(lib, "NVML_TEMPERATURE_GPU", 0))
             uuid = self._get("nvmlDeviceGetUUID", h)
             name = self._get("nvmlDeviceGetName", h)
+            power = self._get("nvmlDeviceGetPowerUsage", h)  # milliwatts
+            limit = self._get("nvmlDeviceGetEnforcedPowerLimit", h)
             out.append(
                 GpuDevice(
                     index=str(i),
@@ -163,8 +165,26 @@ class NvmlSampler(LibrarySampler):
                     ecc_uncorrected=float(ecc) if ecc is not None else None,
                     xid_errors=self._xid.get(str(i), 0.0) if events else None,
                     temperature_c=float(temp) if temp is not None else None,
+                    power_w=float(power) / 1000.0 if power is not None else None,
+                    power_limit_w=float(limit) / 1000.0 if limit is not None else None,
+                    processes=self._processes(h),
                 )
             )
+        return tuple(out)
+
+    def _processes(self, h: Any) -> tuple[GpuProcess, ...]:
+        """The compute processes on one GPU: PID, its memory (None where the driver does not
+        say: MIG, another user's process) and its name where the driver can read it."""
+        procs = self._get("nvmlDeviceGetComputeRunningProcesses", h) or ()
+        out = []
+        for p in procs:
+            pid = getattr(p, "pid", None)
+            if pid is None:
+                continue
+            used = getattr(p, "usedGpuMemory", None)
+            name = self._get("nvmlSystemGetProcessName", int(pid))
+            out.append(GpuProcess(pid=int(pid), used_memory_bytes=float(used) if used is not None else None,
+                                  name=_text(name) if name else None))
         return tuple(out)
 
     def sample(self) -> GpuSample:

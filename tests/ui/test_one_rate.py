@@ -1,6 +1,6 @@
 """One label, one number: at one moment the fleet table's PRE/s, the diagnosis evidence's
 "preemptions/s", the detail screen's "preempt N/s" and triage's "preemptions/s" of one replica
-are the same number (one window per signal, tui/core/signal_windows.py), and no evidence list
+and `--json`'s are the same number (one window per signal, tui/core/signal_windows.py), and no evidence list
 says one signal twice."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import re
 from tests.ui.conftest import prime
 from tests.ui.scripted import ScriptedSource, gpu, page
 from tui.app import KvwatchApp
+from tui.core.export import fleet_json
 from tui.core.model import Scrape
 from tui.core.monitor import Monitor
 from tui.screens.detail import DetailScreen
@@ -44,6 +45,9 @@ async def test_every_screen_shows_one_preemption_rate_at_one_moment() -> None:
         await prime(pilot, 12)  # the last interval: 12 preemptions in 5 s (2.4/s); the window: 1.0/s
         view = next(v for v in app.monitor.state.replicas if v.name == NAME)
         assert view.verdict == "kv-pressure", view.finding.summary
+        row = next(r for r in fleet_json(app.monitor.state)["replicas"] if r["name"] == NAME)  # --json's line
+        as_json = [row["preemptions_per_s"]] + [_number(e["text"], "preemptions/s") for e in row["evidence"]
+                                                if e["text"].startswith("preemptions/s")]
         table = app.screen.query_one("FleetTable")
         cell = float(table.get_cell(NAME, "preempt").plain)
         lines = [e.text for e in view.finding.evidence]
@@ -64,7 +68,7 @@ async def test_every_screen_shows_one_preemption_rate_at_one_moment() -> None:
         triage = [float(x) for x in re.findall(r"preemptions/s(?: \([^)]*\))? ([0-9.]+)", tri_text)]
         assert triage, tri_text
     numbers = {"table PRE/s": cell, "evidence": evidence, "detail": detail, "detail evidence": detail_ev,
-               **{f"triage {i}": x for i, x in enumerate(triage)}}
+               **{f"triage {i}": x for i, x in enumerate(triage)}, **{f"--json {i}": x for i, x in enumerate(as_json)}}
     assert set(numbers.values()) == {1.0}, (numbers, lines)
 
 

@@ -275,8 +275,16 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
     async def reset(req, w):
         await _reset(w)
 
-    async def http500(req, w):
-        await _send(w, "internal error\n", 500, "text/plain")
+    async def http500(req, w):  # `body` / `status` / `chunked`: what the failing engine answers
+        body = opts.get("body", "internal error\n")
+        status = opts.get("status", 500)
+        if not opts.get("chunked"):
+            await _send(w, body, status, "text/plain")
+            return
+        data = body.encode() if isinstance(body, str) else body
+        head = _head(status, {"Content-Type": "text/plain", "Transfer-Encoding": "chunked"}, None)
+        w.write(head + b"%x\r\n" % len(data) + data + b"\r\n0\r\n\r\n")
+        await w.drain()
 
     async def redirect_loop(req, w):
         w.write(_head(302, {"Location": f"/metrics?r={req.n + 1}"}, 0))

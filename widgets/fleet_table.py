@@ -126,11 +126,17 @@ def short_reason(v: ReplicaView) -> str:
     if v.state != STALE and v.verdict != DOWN:
         return ""
     err = clean(v.error or "")
-    low = err.lower()
-    word = next((short for hit, short in _REASONS if hit in low), None)
-    if word is None:
-        http = re.search(r"\bHTTP (\d{3})\b", err)
-        word = f"HTTP {http.group(1)}" if http else (err[:17] or "no data")
+    # an HTTP answer first: its body's words ("HTTP 500: engine dead: CUDA error", cut by the
+    # cell) may mention a reset or a timeout the transport never had
+    http = re.match(r"HTTP (\d{3})(?: \([^)]*\))?(: .*)?$", err)
+    if http:
+        word = f"HTTP {http.group(1)}{http.group(2) or ''}"
+    else:
+        low = err.lower()
+        word = next((short for hit, short in _REASONS if hit in low), None)
+        if word is None:
+            http = re.search(r"\bHTTP (\d{3})\b", err)
+            word = f"HTTP {http.group(1)}" if http else (err[:17] or "no data")
     return ("stale: " if v.state == STALE else "") + word
 
 

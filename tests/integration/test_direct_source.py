@@ -210,7 +210,7 @@ async def test_bad_replicas_get_reasons_while_the_good_one_updates(servers):
             reasons = {n: s.error for n, s in got.items() if n not in ("good", "odd-charset", "sglang")}
             assert reasons == {
                 "hang": f"timeout after {float(TIMEOUT)}s",
-                "error": "HTTP 500",
+                "error": "HTTP 500: boom",
                 "html": "not a metrics page (text/html)",
                 "html-as-text": "not a metrics page (HTML)",
                 "big": "response over 64 KiB",
@@ -261,7 +261,7 @@ async def test_set_targets_adds_and_removes_at_run_time(servers):
         src.set_targets([Target("two", servers.url("/good2/metrics")), Target("three", servers.url("/500"))])
         got = by_name(await src.poll())
         assert set(got) == {"two", "three"}
-        assert got["two"].ok and got["three"].error == "HTTP 500"
+        assert got["two"].ok and got["three"].error == "HTTP 500: boom"
         assert old_client.is_closed
         assert src.description == "direct: 2 endpoints"
     finally:
@@ -343,7 +343,7 @@ async def test_the_first_scrape_runs_in_a_thread_before_the_screen_exists(server
     assert take is not None
     got = by_name(await asyncio.to_thread(take, 5.0))
     assert got["good"].ok and got["good"].sample.value("running") == 3.0
-    assert got["error"].error == "HTTP 500"
+    assert got["error"].error == "HTTP 500: boom"
     assert src._clients == {} and src.polled_at is None  # the source itself is untouched
     assert first_scrape(DirectSource([])) is None
 

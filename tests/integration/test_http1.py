@@ -190,8 +190,9 @@ async def test_non_200_and_check_refuse_before_the_body():
     async with Raw(lambda n, req: b"HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\nboom") as srv:
         resp, body = await get(srv.url)
         assert resp.status == 500 and body is None
+        assert resp.excerpt == b"boom"  # its first bytes only: the reason shown
 
-    def refuse(status, headers):
+    def refuse(status, headers, excerpt):
         if headers.get("content-type", "").startswith("text/html"):
             raise ValueError("html")
 

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape, counter_step
 from .pointlog import Packed, PointLog, ScrapeView, minus_packed, pack_hists
+from .signal_windows import RATE_WINDOW_S
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
 SPARK_POINTS = 60  # points per sparkline on the fleet screen (and per Prometheus back-fill)
@@ -25,7 +26,7 @@ SERIES = ("kv_usage", "waiting", "preemptions_per_s", "gpu_memory_pct", "gpu_uti
 
 @dataclass(frozen=True, slots=True)
 class Windows:
-    rate_s: float = 30.0  # counters -> rates over this many (source) seconds
+    rate_s: float = RATE_WINDOW_S  # counters -> rates over this many (source) seconds: every screen's
     quantile_s: float = 60.0  # histogram quantiles over this window
     stale_s: float = 15.0  # failed scrapes for longer than this: down
     # Histograms are most of a scrape's memory. Past the quantile window only one scrape per

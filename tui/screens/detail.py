@@ -19,6 +19,7 @@ from textual_plotext import PlotextPlot
 
 from tui.actions import bindings
 from tui.core.model import FleetState, ReplicaMetrics, ReplicaView
+from tui.core.signal_windows import RATE_WINDOW_S, window_text
 from tui.core.textsafe import clean
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
@@ -47,7 +48,7 @@ PLOTS = (
 
 
 def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool = False,
-                  full: bool = False, rate_s: float = 30.0) -> Text:
+                  full: bool = False, rate_s: float = RATE_WINDOW_S) -> Text:
     """The evidence block; `full` shows label values (the model name) uncut; `rate_s`: the
     window of the rates (the table's), said beside them."""
     m = v.metrics
@@ -84,7 +85,7 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
         dim = "dim"
     t.append(
         f"KV {pct(m.kv_usage, 100)}  waiting {num(m.waiting)}  running {num(m.running)}  "
-        f"batch p95 {num(m.batch_p95)}  preempt {rate(m.preemptions_per_s)}/s ({rate_s:.0f} s)  "
+        f"batch p95 {num(m.batch_p95)}  preempt {rate(m.preemptions_per_s)}/s ({window_text(rate_s)})  "
         f"GPU mem {pct(m.gpu_memory_pct)} util {pct(m.gpu_util_pct)}  CPU {num(m.cpu_cores, 2)} cores\n"
         f"TTFT p50/p95/p99 {secs(m.ttft_p50_s)}/{secs(m.ttft_p95_s)}/{secs(m.ttft_p99_s)}  "
         f"ITL p95 {secs(m.itl_p95_s)}  e2e p95 {secs(m.e2e_p95_s)}  queue p95 {secs(m.queue_p95_s)}  "

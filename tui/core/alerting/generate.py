@@ -187,7 +187,8 @@ def _recording(q: _Q, w: Windows) -> list[dict[str, Any]]:
     rec("waiting_capacity", f"sum by ({by}) ({cap}) or {P}waiting")
     rec("waiting_deferred", f"sum by ({by}) ({dfr})")
     rec("swapped", q.first("sum", ("vllm:num_requests_swapped",)))
-    rec("preemptions_last", q.first("sum", PREEMPT, f"increase({{}}[{q.intervals(1)}])"))
+    # the live view's preemption rate: over the history's rate window (signal_windows)
+    rec("preemptions_window", q.first("sum", PREEMPT, f"increase({{}}[{duration(w.rate_s)}])"))
     rec("preemptions_recent", q.first("sum", PREEMPT, f"increase({{}}[{q.intervals(t.recent_points)}])"))
     # the live view holds kv-pressure at a full pool until `kv_hold_s` without a preemption
     rec("preemptions_hold", q.first("sum", PREEMPT, f"increase({{}}[{duration(t.kv_hold_s)}])"))
@@ -230,7 +231,7 @@ def _recording(q: _Q, w: Windows) -> list[dict[str, Any]]:
                           f"and {on} count_over_time({P}running[{pin}]) >= {t.pinned_points}")
     rec("kv_peak", f"max_over_time({P}kv_usage[{q.samples(t.room_points)}])")
     rec("preempting", f"{P}preemptions_recent >= {t.preempt_min_count} and {on} "
-                      f"{P}preemptions_last > {_num(t.preempt_rate * q.iv)}")
+                      f"{P}preemptions_window > {_num(t.preempt_rate * w.rate_s)}")
     rec("calm", f"({P}kv_usage < {_num(t.kv_high)}) unless {on} {P}preempting unless {on} ({P}swapped >= 1)")
 
     # -- the verdicts, first match wins ----------------------------------------------------------

@@ -45,6 +45,7 @@ from .. import engines
 from ..history import ReplicaHistory
 from .. import verdicts as V
 from ..model import DOWN, Evidence, Finding, GpuSample, ReplicaMetrics, Scrape
+from ..signal_windows import RATE_WINDOW_S, window_text
 from .signals import Point, make_point
 from .starting import starting
 from .thresholds import Thresholds
@@ -163,32 +164,36 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     e_kv = c.add("kv", cmp("kv_usage", kv_label, p.kv, ">=", kv_thr,
                            note="kv-pressure is left only below this" if kv_thr != t.kv_high else ""))
     kv_high = e_kv.crossed
-    rate, recent = p.preempt_rate, p.preempts_recent
-    if rate is None:
+    # One preemption rate, the one every screen shows (signal_windows): the history's, over its
+    # rate window; the count of the last intervals beside it, on the same line. SGLang's
+    # retraction gauge (no counter, so no history rate) is read per interval, and says so.
+    rate, recent = p.m.preemptions_per_s, p.preempts_recent
+    win = f"({window_text(p.rate_s)})"
+    if (p.retract_gauge or rate is None) and p.preempt_rate is not None:  # (or no history rate yet)
+        rate, win = p.preempt_rate, f"(last {_fmt(p.dt)} s)"
+    recently = False
+    if rate is None or p.preempt_rate is None:
         c.add("preempt", missing("preemptions_per_s", f"{pre}/s: not exposed"
-                                 if p.c_preempt is None else f"{pre}/s: needs two scrapes"))
+                                 if p.c_preempt is None and not p.retract_gauge else f"{pre}/s: needs two scrapes"))
         preempting = False
     else:
         # vLLM counts whole preemptions; a counter derived elsewhere may carry float noise
         enough = recent is not None and math.isfinite(recent) and round(recent) >= t.preempt_min_count
         preempting = rate > t.preempt_rate and enough
         n = f"{recent:.0f} in the last {t.recent_points} intervals" if recent is not None else ""
-        # the rate of the last interval, said so (the table's PRE/s is over the rate window); the
-        # count of the last intervals once: its own line follows while KV-pressured
-        over = f" over the last {_fmt(p.dt)} s" if p.dt else ""
+        head = f"{pre}/s {_fmt(rate)} {win}"
         if preempting:
-            text = f"{pre}/s {_fmt(rate)}{over} > {_fmt(t.preempt_rate)}" + (f" ({n})" if n and not in_kv else "")
-        elif rate > t.preempt_rate:
-            text = f"{pre}/s {_fmt(rate)}{over}, but only {n} (< {t.preempt_min_count}: not thrash)"
+            text = f"{head} > {_fmt(t.preempt_rate)}" + (f", {n}" if n else "")
+        elif rate > t.preempt_rate and n:
+            text = f"{head}, but only {n} (< {t.preempt_min_count}: not thrash)"
         else:
-            text = f"{pre}/s {_fmt(rate)}{over} (not > {_fmt(t.preempt_rate)})"
-        c.add("preempt", Evidence("preemptions_per_s", rate, t.preempt_rate, ">", preempting, text))
-    recently = False
-    if in_kv and recent is not None:
-        recently = recent > 0
-        c.add("preempt_recent", Evidence(
-            "preemptions_recent", recent, 0, ">", recently,
-            f"{pre} in the last {t.recent_points} intervals: {recent:.0f}"))
+            text = f"{head} (not > {_fmt(t.preempt_rate)})" + (f", {n}" if n and in_kv else "")
+        if in_kv and recent is not None:
+            # kv-pressure is left only after `recent_points` intervals without a preemption
+            recently = recent > 0
+            if recently and not preempting:
+                text += f" (kv-pressure holds until {t.recent_points} intervals without one)"
+        c.add("preempt", Evidence("preemptions_per_s", rate, t.preempt_rate, ">", preempting or recently, text))
     if in_kv and not recently and p.kv is not None and p.kv >= t.kv_high and p.last_preempt_ts is not None:
         quiet = p.ts - p.last_preempt_ts
         held = quiet < t.kv_hold_s
@@ -380,7 +385,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
 _ORDER = {
     V.STALLED: ("progress", "idle_queue", "wdef", "waiting", "pinned", "kv"),
     V.LORA_CAPPED: ("lora", "wdef", "waiting", "progress", "pinned", "kv"),
-    V.KV_PRESSURE: ("rank", "kv", "preempt", "preempt_recent", "kv_hold", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
+    V.KV_PRESSURE: ("rank", "kv", "preempt", "kv_hold", "swapped", "wcap", "waiting", "batch", "gpu_mem", "util"),
     V.HOST_BOUND: ("cpu", "util", "idle", "gpu", "kv", "waiting", "batch"),
     V.CONCURRENCY_CAPPED: ("wcap", "waiting", "pinned", "room", "rank", "kv", "preempt", "util"),
     V.OVERLOADED: ("wcap", "waiting", "queue", "pinned", "room", "rank", "kv", "preempt", "util"),
@@ -402,17 +407,27 @@ def evidence_for(verdict: str, p: Point, t: Thresholds) -> tuple[list[Evidence],
 
 
 def _ordered(v: str, c: _Checks) -> list[Evidence]:
+    """The verdict's evidence, its case first, one line per signal."""
     if v == V.NODE_FAULT:
-        return c.ordered(tuple(k for k in c.ev if k.startswith("fault")))
-    first = _ORDER.get(v, ())
-    # the queue's persistence and the room to raise the cap are the case of the two queue
-    # verdicts only; elsewhere they are noise
+        first: tuple[str, ...] = tuple(k for k in c.ev if k.startswith("fault"))
+    else:
+        first = _ORDER.get(v, ())
+    # GPU utilisation against the mark the verdict rests on only; the queue's persistence and the
+    # room to raise the cap are the case of the two queue verdicts only; elsewhere they are noise
     drop = {"util" if v == V.COMPUTE_BOUND else "util_high"} | ({"room", "queue"} - set(first))
-    wait, wcap = c.ev.get("waiting"), c.ev.get("wcap")
-    if wait is not None and wcap is not None and wcap.value is not None and wcap.value == wait.value:
-        drop.add("waiting")  # all of the queue waits for capacity: one line says both
-    dropped = [c.ev[k] for k in drop if k in c.ev]
-    return [e for e in c.ordered(first) if not any(e is d for d in dropped)]
+    ev = dict(c.ev)
+    wait, wcap = ev.get("waiting"), ev.get("wcap")
+    if wait is not None and wcap is not None:  # one line for the queue
+        if wcap.op == "missing":  # older vLLM: the total stands in, said on its line
+            drop.add("wcap")
+            if wait.op != "missing":
+                ev["waiting"] = replace(wait, text=f"{wait.text} (older vLLM: not split by reason)")
+        else:
+            drop.add("waiting")
+            if wait.value is not None and wait.value != wcap.value:
+                ev["wcap"] = replace(wcap, text=f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
+    keys = [k for k in first if k in ev] + [k for k in ev if k not in first]
+    return [ev[k] for k in keys if k not in drop]
 
 
 # -- hysteresis state machine ------------------------------------------------------------------
@@ -433,6 +448,7 @@ class _Tracker:
     t: Thresholds
     gap_s: float = 15.0  # failed scrapes over a gap this long (and 3 scrape intervals) between good ones
     # is an outage: the verdict starts afresh
+    rate_s: float = RATE_WINDOW_S  # the history's rate window (its points' `m` rates), said in the evidence
     tail: deque[Any] = field(default_factory=lambda: deque(maxlen=_TAIL))
     last_point: tuple[float, ReplicaMetrics] | None = None  # the history's (ts, metrics) tuple last consumed (by identity)
     n: int = 0
@@ -461,7 +477,7 @@ class _Tracker:
             self.tail.clear()
             self.n, self.state, self.since, self.cand, self.cand_n = 0, V.UNKNOWN, None, None, 0
             self.calm_n = None
-        p = make_point(scrape, m, list(self.tail), self.t)
+        p = make_point(scrape, m, list(self.tail), self.t, self.rate_s)
         if self.tail and self.tail[-1].m is not _NO_METRICS:  # (empty after an outage)
             self.tail[-1] = replace(self.tail[-1], m=_NO_METRICS)
         self.tail.append(p)
@@ -542,7 +558,7 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     else:
         tr = None
     if tr is None:
-        tr, start = _Tracker(t, h.windows.stale_s), 0
+        tr, start = _Tracker(t, h.windows.stale_s, rate_s=h.windows.rate_s), 0
     for i in range(start, len(pts)):
         if pts[i][0] > now:
             break
@@ -568,7 +584,7 @@ def import_state(h: ReplicaHistory, state: object | None) -> None:
 
 
 def _replay(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
-    tr = _Tracker(t, h.windows.stale_s)
+    tr = _Tracker(t, h.windows.stale_s, rate_s=h.windows.rate_s)
     for s, pt in zip(h.scrapes, h.points, strict=False):
         if pt[0] > now:
             break

@@ -12,6 +12,7 @@ from typing import Any
 from dataclasses import dataclass
 
 from ..model import GpuSample, ReplicaMetrics, Scrape, counter_step
+from ..signal_windows import RATE_WINDOW_S
 from .thresholds import Thresholds
 
 # GPU utilisation is judged on the median of this many scrapes: one busy sample never decides
@@ -66,6 +67,7 @@ class Point:
     c_util: float | None = None  # this scrape's utilisation (for the next point's mean)
     retract_gauge: bool = False  # preemptions read from SGLang's num_retracted_reqs gauge
     last_preempt_ts: float | None = None  # the newest scrape whose interval saw a preemption
+    rate_s: float = RATE_WINDOW_S  # the window of `m`'s rates (signal_windows): the evidence says it
 
     @property
     def in_flight(self) -> float | None:
@@ -92,7 +94,8 @@ def _last(tail: list[Point], n: int) -> list[Point]:
     return tail[max(0, len(tail) - n):] if n > 0 else []
 
 
-def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Thresholds) -> Point:
+def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Thresholds,
+               rate_s: float = RATE_WINDOW_S) -> Point:
     """Signals of one successful scrape given the points before it (oldest first)."""
     s = scrape.sample
     assert s is not None
@@ -228,4 +231,5 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
         c_util=util,
         retract_gauge=retract_gauge,
         last_preempt_ts=scrape.ts if d_pre is not None and d_pre > 0 else (prev.last_preempt_ts if prev else None),
+        rate_s=rate_s,
     )

@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from .. import verdicts as V
 from ..history import ReplicaHistory
 from ..model import Evidence, Finding, Histogram, Scrape, seconds_text
+from ..signal_windows import per_second
 from ..textsafe import clean
 from . import loglines
 from .rules import cmp, diagnose, info, missing
@@ -314,7 +315,8 @@ def _batch(h: ReplicaHistory, finding: Finding, t: Thresholds, window_s: float, 
     traffic = (m.running or 0) + (m.waiting or 0) >= 1 or (m.requests_per_s or 0) > 0
     ev = [
         cmp("kv_usage", "KV usage", m.kv_usage, ">=", t.kv_high),
-        cmp("preemptions_per_s", "preemptions/s (30 s)", m.preemptions_per_s, ">", t.preempt_rate),
+        cmp("preemptions_per_s", per_second("preemptions", h.windows.rate_s), m.preemptions_per_s, ">",
+            t.preempt_rate),
         cmp("waiting", "waiting", m.waiting, ">=", t.waiting_min),
         cmp("batch_p95", "batch p95 (running requests)", m.batch_p95, "<=", t.batch_collapse),
     ]

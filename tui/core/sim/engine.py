@@ -35,6 +35,7 @@ from .workload import Request
 MACRO_MAX = 48  # steps advanced at once; bounds the error of a constant step time
 UTIL_TAU_S = 2.0  # time constant of the GPU activity average (DCGM samples ~1 s)
 FINISH_REASONS = ("stop", "length", "abort", "error")
+PREEMPT_LOG_EVERY = 50  # vLLM's scheduler logs its preemption warning once per this many preemptions
 
 
 class Counters:
@@ -83,6 +84,8 @@ class Engine:
         self.slowdown = 1.0  # > 1 while the GPU throttles
         self._grown = False  # decoders got this step's blocks (preemption must free them too)
         self.on_step: Callable[[Engine, int, int], None] | None = None  # (engine, tokens/step, steps): tests
+        # (engine, preempted request): called on every PREEMPT_LOG_EVERY-th preemption, as vLLM logs it
+        self.on_preempt: Callable[[Engine, Request], None] | None = None
         self.c = Counters()
         self.h = self._new_hists()
         self.activity = 0.0  # smoothed GPU activity 0..1
@@ -258,6 +261,8 @@ class Engine:
         v.target = v.prompt + v.generated
         v.preemptions += 1
         self.c.preemptions += 1
+        if self.on_preempt is not None and (self.c.preemptions - 1) % PREEMPT_LOG_EVERY == 0:
+            self.on_preempt(self, v)  # vLLM's scheduler warns on its 1st, 51st, 101st ... preemption
         self.waiting.appendleft(v)
         return v
 

@@ -69,6 +69,7 @@ class Replica:
         self._fe_work = 0.0  # front-end CPU seconds scheduled so far
         self._next_log = t0 + LOG_EVERY_S
         self._log_prev = (0, 0, 0, 0, 0)
+        self._preempt_warnings: list[tuple[float, int, int, int]] = []  # (time, engine, request, total)
         self.last_throughput = (0.0, 0.0)  # prompt, generation tokens/s over the last log interval
         self.resolved, self.plan = self._plan(args)
         n_gpus = max(1, self.resolved.tensor_parallel_size) * max(1, self.resolved.data_parallel_size)
@@ -113,6 +114,8 @@ class Replica:
                         for i in range(max(1, self.resolved.data_parallel_size))]
         for e in self.engines:
             e.slowdown = self.node.slowdown
+            if not self.sglang:  # (SGLang's retraction warning is its scheduler summary's)
+                e.on_preempt = self._preempted
         self.state = READY
         self.ready_at = self.now
         self._log("INFO", "launcher.py:29", "Route: /metrics, Methods: GET")
@@ -169,9 +172,17 @@ class Replica:
             e.advance_to(t)
         self.now = t
         if self.state == READY:
+            # the preemption warnings of this advance, in time order with the stats lines
+            warn, self._preempt_warnings = sorted(self._preempt_warnings), []
+            i = 0
             while self._next_log <= t:
+                while i < len(warn) and warn[i][0] <= self._next_log:
+                    self._preempt_warning(*warn[i])
+                    i += 1
                 self._stats_log(self._next_log)
                 self._next_log += LOG_EVERY_S
+            for w in warn[i:]:
+                self._preempt_warning(*w)
         self.version += 1
 
     def _stats_log(self, at: float) -> None:
@@ -198,12 +209,22 @@ class Replica:
         if self.sglang:
             self._sglang_log(d, at)
             return
-        if self.v0 and d[2]:
-            total = cur[2]
+
+    def _preempted(self, e: Engine, req: Request) -> None:
+        self._preempt_warnings.append((e.now, e.index, req.rid, e.c.preemptions))
+
+    def _preempt_warning(self, at: float, engine: int, rid: int, total: int) -> None:
+        """vLLM's warning on a preemption (its scheduler logs every 50th): V0's words, or early
+        V1's from the engine core process (the newest V1 only counts them in its stats line)."""
+        why = ("because there is not enough KV cache space. This can affect the end-to-end performance. Increase "
+               "gpu_memory_utilization or tensor_parallel_size to provide more KV cache memory. "
+               f"total_num_cumulative_preemption={total}")
+        if self.v0:
             self._log("WARNING", "scheduler.py:1560",
-                      "Sequence group is preempted by PreemptionMode.RECOMPUTE mode because there is not enough KV "
-                      "cache space. This can affect the end-to-end performance. Increase gpu_memory_utilization or "
-                      f"tensor_parallel_size to provide more KV cache memory. total_num_cumulative_preemption={total}", at)
+                      f"Sequence group {rid} is preempted by PreemptionMode.RECOMPUTE mode {why}", at)
+        else:
+            self._log("WARNING", "scheduler.py:262", f"request {rid} is preempted by RECOMPUTE mode {why}", at,
+                      proc=f"(EngineCore_DP{engine} pid={100 + engine}) ")
 
     def _sglang_log(self, d: list[int], at: float) -> None:
         """SGLang's scheduler lines: the decode-batch summary, and the retraction warning."""
@@ -216,8 +237,9 @@ class Replica:
             self._log("WARNING", "scheduler.py:1489",
                       f"KV cache pool is full. Retract requests. #retracted_reqs: {d[2]}", at)
 
-    def _log(self, level: str, where: str, text: str, at: float | None = None) -> None:
-        proc = "(APIServer pid=1) " if not (self.v0 or self.sglang) else ""
+    def _log(self, level: str, where: str, text: str, at: float | None = None, proc: str | None = None) -> None:
+        if proc is None:
+            proc = "(APIServer pid=1) " if not (self.v0 or self.sglang) else ""
         self.log.append(f"{proc}{level} {fmt_ts(self.now if at is None else at)} [{where}] {text}")
 
     # -- observed state ---------------------------------------------------------

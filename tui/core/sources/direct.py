@@ -16,6 +16,7 @@ import codecs
 import errno
 import functools
 import os
+import re
 import socket
 import ssl
 import sys
@@ -29,9 +30,9 @@ from .. import engines
 from ..metrics.extract import parse_dcgm, to_gpu
 from ..metrics.parser import Page, content_type_reason, not_metrics_reason
 from ..model import GpuSample, Scrape
-from ..textsafe import remember_secret
+from ..textsafe import clean, redact, remember_secret
 from .fdlimit import make_room
-from .http1 import TRUNCATED, BodyDecoder, BodyTooLarge, Http1Client, HttpError
+from .http1 import ERROR_PEEK, TRUNCATED, BodyDecoder, BodyTooLarge, Http1Client, HttpError
 
 if TYPE_CHECKING:
     import httpx
@@ -218,15 +219,50 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
     return min(max(secs, 0.0), MAX_RETRY_AFTER)
 
 
-def status_error(status: int, headers: Mapping[str, str]) -> ScrapeError:
-    """The error for a non-200 answer; a rate limit says how long it asked for."""
+EXCERPT_MAX = 100  # characters of an error answer's first line kept as the reason
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
+
+
+def error_excerpt(raw: bytes) -> str:
+    """The first non-blank line of an error answer's body, as a reason: from the network, so
+    escaped, cut to EXCERPT_MAX, and with credentials (a URL's userinfo, Authorization values,
+    known secrets) masked."""
+    text = raw.decode("utf-8", errors="replace")
+    line = next((x.strip() for x in text.splitlines() if x.strip()), "")
+    return clean(redact(_USERINFO.sub(r"\1", line)), EXCERPT_MAX)
+
+
+def status_error(status: int, headers: Mapping[str, str], body: bytes = b"") -> ScrapeError:
+    """The error for a non-200 answer, with what its body says; a rate limit says how long it
+    asked for."""
     wait = retry_after_s(headers.get("retry-after")) if status in (429, 503) else None
+    said = error_excerpt(body)
+    said = f": {said}" if said else ""
     if status == 429:
-        return ScrapeError(f"HTTP 429 (rate limited; retry after {wait:.0f} s)" if wait is not None
-                           else "HTTP 429 (rate limited)", wait)
+        return ScrapeError(f"HTTP 429 (rate limited; retry after {wait:.0f} s){said}" if wait is not None
+                           else f"HTTP 429 (rate limited){said}", wait)
     if wait is not None:
-        return ScrapeError(f"HTTP {status} (retry after {wait:.0f} s)", wait)
-    return ScrapeError(f"HTTP {status}")
+        return ScrapeError(f"HTTP {status} (retry after {wait:.0f} s){said}", wait)
+    return ScrapeError(f"HTTP {status}{said}")
+
+
+async def _peek_httpx(resp: "httpx.Response") -> bytes:
+    """The first ERROR_PEEK bytes of an error answer's body (httpx path; as http1's peek)."""
+    if resp.headers.get("content-encoding", "identity").strip().lower() not in ("", "identity"):
+        return b""
+    got = bytearray()
+
+    async def read() -> None:
+        async for chunk in resp.aiter_raw():
+            got.extend(chunk)
+            if len(got) >= ERROR_PEEK:
+                break
+
+    try:
+        await asyncio.wait_for(read(), 1.0)
+    except Exception:  # noqa: BLE001 - a failing error body only loses its excerpt
+        pass
+    return bytes(got[:ERROR_PEEK])
 
 
 class DirectSource:
@@ -476,7 +512,7 @@ class DirectSource:
         resp = await endpoint.client.send(endpoint.request, stream=True)
         try:
             if resp.status_code != 200:
-                raise status_error(resp.status_code, resp.headers)
+                raise status_error(resp.status_code, resp.headers, await _peek_httpx(resp))
             ctype = resp.headers.get("content-type", "")
             reason = content_type_reason(ctype)  # before reading the body
             if reason is not None:
@@ -516,10 +552,11 @@ class DirectSource:
             raise ScrapeError(str(e)) from None
         return body or b"", resp.headers.get("content-type", "")
 
-    def _check_head(self, status: int, headers: dict[str, str]) -> None:
-        """What is known before the body: a wrong status or content type, a declared size."""
+    def _check_head(self, status: int, headers: dict[str, str], excerpt: bytes = b"") -> None:
+        """What is known before the body: a wrong status (with its body's first bytes) or
+        content type, a declared size."""
         if status != 200:
-            raise status_error(status, headers)
+            raise status_error(status, headers, excerpt)
         reason = content_type_reason(headers.get("content-type", ""))
         if reason is not None:
             raise ScrapeError(reason)

@@ -96,11 +96,18 @@ class BodyDecoder:
 
 
 class Response:
-    __slots__ = ("status", "headers")
+    __slots__ = ("status", "headers", "excerpt")
 
     def __init__(self, status: int, headers: dict[str, str]) -> None:
         self.status = status
         self.headers = headers  # lower-case names; a repeated header keeps its last value
+        self.excerpt = b""  # an error answer's first bytes (what the engine says went wrong)
+
+
+# An error answer's body is read only this far, and only this long: its first line is the reason
+# shown ("HTTP 500: engine dead: CUDA error"); a server that stalls after its head costs ~1 s.
+ERROR_PEEK = 512
+_PEEK_WAIT_S = 1.0
 
 
 class _Conn:
@@ -127,9 +134,10 @@ class Http1Client:
         self._requests: dict[str, tuple[bytes, tuple[str | None, int]]] = {}  # url -> _target(url), built once
         self.closed = False
 
-    async def get(self, check: Callable[[int, dict[str, str]], None] | None = None) -> tuple[Response, bytes | None]:
-        """(response, body). `check(status, headers)` may refuse the response (raise) before its
-        body is read. The body is read only for a 200; over the cap: BodyTooLarge."""
+    async def get(self, check: Callable[[int, dict[str, str], bytes], None] | None = None) -> tuple[Response, bytes | None]:
+        """(response, body). `check(status, headers, excerpt)` may refuse the response (raise)
+        before its body is read (`excerpt`: an error answer's first bytes, see _peek). The body
+        is read only for a 200; over the cap: BodyTooLarge."""
         url = self.url
         for _ in range(MAX_REDIRECTS + 1):
             resp, conn = await self._exchange(url)
@@ -140,9 +148,11 @@ class Http1Client:
                     self._drop()
                     raise HttpError("redirect to a non-http URL")
                 continue
+            if resp.status != 200:
+                resp.excerpt = await self._peek(conn.reader, resp.headers)
             if check is not None:
                 try:
-                    check(resp.status, resp.headers)
+                    check(resp.status, resp.headers, resp.excerpt)
                 except BaseException:
                     self._drop()
                     raise
@@ -255,6 +265,31 @@ class Http1Client:
         if not reusable:
             self._drop()
         return body
+
+    @staticmethod
+    async def _peek(reader: asyncio.StreamReader, h: dict[str, str]) -> bytes:
+        """The first ERROR_PEEK bytes of an error answer's body (plain or chunked; b"" for a
+        compressed one or one that does not come within _PEEK_WAIT_S); the connection is dropped
+        after it either way."""
+        if h.get("content-encoding", "identity").strip().lower() not in ("", "identity"):
+            return b""
+        got = bytearray()
+
+        async def read() -> None:
+            want = ERROR_PEEK
+            if "chunked" in h.get("transfer-encoding", "").lower():
+                line = await reader.readline()
+                want = min(want, int(line.split(b";", 1)[0].strip() or b"0", 16))
+            elif "content-length" in h:
+                want = min(want, int(h["content-length"]))
+            while len(got) < want and (piece := await reader.read(want - len(got))):
+                got.extend(piece)
+
+        try:
+            await asyncio.wait_for(read(), _PEEK_WAIT_S)
+        except (asyncio.TimeoutError, ValueError, OSError, asyncio.IncompleteReadError):
+            pass  # what came is enough; nothing is fine too
+        return bytes(got)
 
     async def _read_body(self, reader: asyncio.StreamReader, h: dict[str, str], discard: bool) -> tuple[bytes, bool]:
         cap = self.max_bytes

@@ -57,7 +57,8 @@ def _screen_text(app) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
-async def measure(replicas: int, reps: int, size: tuple[int, int]) -> dict[str, list[tuple[float, float]]]:
+async def measure(replicas: int, reps: int, size: tuple[int, int],
+                  only: str = "") -> dict[str, list[tuple[float, float]]]:
     from textual.widgets import Static
 
     from tests.ui.scripted import ScriptedSource
@@ -144,7 +145,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int]) -> dict[str, 
                  ("capacity (c)", "c", diag_ready("capacity"), (name, "Help")),
                  ("help (?)", "question_mark", help_ready, ("kvwatch keys",)))
         for label, key, ready, expect in keyed:
-            for _ in range(reps):
+            for _ in range(reps if only in label else 0):
                 await timed(pilot, label, lambda key=key: pilot.press(key), ready, expect)
                 close = "back to fleet (esc)" if key == "enter" else "(close)"
                 await timed(pilot, close, lambda: pilot.press("escape"), back, ("Help",))
@@ -154,7 +155,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int]) -> dict[str, 
             return isinstance(s, EditArgsScreen) and (s.cmd is not None or s.load_error is not None) \
                 and _footer_ready(s)
 
-        for _ in range(reps):
+        for _ in range(reps if only in "edit form (e)" else 0):
             async def push() -> None:
                 await app.push_screen(EditArgsScreen(cluster, fleet.namespace, "llama-8b"))
             await timed(pilot, "edit form (e)", push, form_ready, ("--max-num-seqs", "esc Cancel"))
@@ -174,7 +175,7 @@ def _run_tree(tree: Path, a) -> dict[str, list[list[float]]]:
     """One round of this measurement on `tree`'s code, in a process of its own."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     cmd = [sys.executable, str(HERE), "--replicas", str(a.replicas), "--reps", str(a.reps), "--size", a.size,
-           "--root", str(tree), "--json"]
+           "--root", str(tree), "--json", "--only", a.only]
     res = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, check=False)
     if res.returncode:
         raise SystemExit(f"{tree}: {res.stderr[-2000:]}")
@@ -194,6 +195,7 @@ def main() -> None:
     ap.add_argument("--size", default="160x45")
     ap.add_argument("--against", type=Path, help="another checkout, measured in alternating rounds")
     ap.add_argument("--rounds", type=int, default=3, help="with --against: rounds per tree")
+    ap.add_argument("--only", default="", help="only the screens whose label contains this")
     ap.add_argument("--root", type=Path, default=HERE.parents[1], help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -203,7 +205,7 @@ def main() -> None:
         import tui
 
         assert Path(tui.__file__).resolve().is_relative_to(a.root.resolve()), (tui.__file__, a.root)
-        print(json.dumps(asyncio.run(measure(a.replicas, a.reps, (w, h)))))
+        print(json.dumps(asyncio.run(measure(a.replicas, a.reps, (w, h), a.only))))
         return
     trees = {"this tree": HERE.parents[1]}
     if a.against:

@@ -78,3 +78,31 @@ async def test_the_footer_is_rebuilt_only_when_its_keys_change():
         app.refresh_bindings()
         await _until(pilot, lambda: {k.key for k in app.screen.query(FooterKey)} != shown)
         assert {k.key for k in app.screen.query(FooterKey)} < shown
+
+
+async def test_the_edit_form_gives_focus_straight_to_its_first_field():
+    """Focus moving into or out of the fields' scroll container restyles every widget in it
+    (~60) and repaints the form: the form opens with focus on its first field, never first on
+    the container."""
+    from textual.containers import VerticalScroll
+
+    from tui.screens.edit_args import EditArgsScreen
+
+    app = _app_with_cluster()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        focused: list[object] = []
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        set_focus = form.set_focus
+
+        def recording(widget, *a, **kw):
+            focused.append(widget)
+            return set_focus(widget, *a, **kw)
+
+        form.set_focus = recording  # every widget given focus, auto-focus included
+        await app.push_screen(form)
+        await _until(pilot, lambda: form.cmd is not None or form.load_error is not None)
+        await pilot.pause()
+        assert form.load_error is None
+        assert form.focused is form.query_one("#f-max-num-seqs"), form.focused
+        assert not any(isinstance(w, VerticalScroll) for w in focused), focused

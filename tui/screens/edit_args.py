@@ -45,6 +45,10 @@ def _field_id(name: str) -> str:
 class EditArgsScreen(Screen):
     app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("editargs")  # tui/actions.py: cancel, review, reset, presets
+    # Focus goes to the first field once the Deployment is read (_fill). Textual's auto-focus
+    # would first give it to the fields' scroll container, and each move of focus into or out
+    # of a container restyles everything inside it: ~60 widgets, twice, and a full repaint.
+    AUTO_FOCUS = ""
     DEFAULT_CSS = """
     EditArgsScreen #edit-title { height: auto; padding: 0 1; background: $surface; }
     EditArgsScreen #edit-main { height: 1fr; }

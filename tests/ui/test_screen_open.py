@@ -106,3 +106,18 @@ async def test_the_edit_form_gives_focus_straight_to_its_first_field():
         assert form.load_error is None
         assert form.focused is form.query_one("#f-max-num-seqs"), form.focused
         assert not any(isinstance(w, VerticalScroll) for w in focused), focused
+
+
+async def test_an_edit_form_that_cannot_read_its_deployment_says_why_and_keeps_keys_working():
+    from tui.screens.edit_args import EditArgsScreen
+
+    app = _app_with_cluster()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "no-such-deployment")
+        await app.push_screen(form)
+        await _until(pilot, lambda: form.load_error is not None)
+        await pilot.pause()
+        assert form.focused is form.query_one("#edit-fields")  # the keys scroll the form
+        await pilot.press("escape")
+        await _until(pilot, lambda: app.screen is not form)

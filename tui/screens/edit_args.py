@@ -246,6 +246,8 @@ class EditArgsScreen(Screen):
         if self.load_error:
             self.query_one("#edit-diff", DiffView).show("")
             self.query_one("#edit-notes", Static).update(notes_text("cannot edit", [self.load_error], "bold red", "x "))
+            if self.focused is None:  # nothing to type into: the keys scroll the (disabled) fields
+                self.query_one("#edit-fields").focus()
         elif note:
             self.app.notify(clean(note), severity="warning", timeout=10, markup=False)
         self.query_one("#edit-title", Static).update(self._title())

@@ -6,7 +6,8 @@ the screen's content.
 
 Headless (Textual's test driver: every frame is composed and rendered as for a terminal, only
 not written), the stepped simulated cluster behind the mitigation keys, a fleet primed with 8
-refreshes. Each screen is opened `reps` times from the fleet screen and closed again.
+refreshes, the garbage collector tuned as the command tunes it. Each screen is opened `reps`
+times from the fleet screen and closed again.
 
 "Opened" is the first frame the app hands to the terminal (`App._display`) for that screen
 at a moment when its content is set: the detail's evidence and its plots (or their numbers),
@@ -67,6 +68,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
     from tui.core.cluster.sim import SimCluster
     from tui.core.config import Config
     from tui.core.monitor import Monitor
+    from tui.core.perf import tune_gc
     from tui.core.sim.fleet import SimFleet
     from tui.screens.detail import DetailScreen
     from widgets.fleet_table import FleetTable
@@ -74,6 +76,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
     from tui.screens.help import HelpScreen
     from tui.screens.triage import TriageScreen
 
+    tune_gc()  # the collector as the command sets it (tui/cli.py): collections are rare there
     profiles = {f"llama-8b-7d9f-{i:05d}": KINDS[i % len(KINDS)] for i in range(replicas)}
     app = KvwatchApp(Monitor(ScriptedSource(profiles)), 1.0, autostart=False, config=Config(bell=False))
     fleet = SimFleet("long-prompts", replicas=2, seed=3, start_time=1.75e9)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -93,6 +93,7 @@ class EditArgsScreen(Screen):
         self.load_error: str | None = None
         self.busy = False
         self.done = False  # applied: the screen has been replaced by the rollout view
+        self._resumed = False
 
     # -- context from the live fleet ----------------------------------------------------------
     def _view(self) -> ReplicaView | None:
@@ -182,6 +183,15 @@ class EditArgsScreen(Screen):
                     yield Button("Cancel", id="edit-cancel", compact=True)
                     yield Button("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Textual restyles a screen's whole tree on every resume (for a theme changed while it
+        # was covered). The first resume follows the push at once: the ~80 widgets were styled
+        # as they were mounted a moment before, and a second pass costs ~10 ms.
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
+        super()._on_screen_resume(event)
 
     def on_resize(self) -> None:
         fields = self.query_one("#edit-fields")

@@ -30,8 +30,21 @@ class KvFooter(Footer):
     def compose(self) -> ComposeResult:
         # the keys in the first frame, not an empty bar until the screen's first bindings signal
         self.set_reactive(Footer._bindings_ready, True)
+        # the width's settings (on_resize) from the start: a change after mount restyles every key
+        # (and, for the palette key, rebuilds the footer)
+        narrow = self._narrow(self.size.width or self.app.size.width)
+        if self.compact != narrow:
+            self.set_reactive(Footer.compact, narrow)
+            self.set_class(narrow, "-compact")
+        self.set_reactive(Footer.show_command_palette, not narrow)
         self._shown = self._keys_shown()
         widgets = list(super().compose())
+        for w in widgets:
+            if isinstance(w, FooterKey):  # its first value, set without the watcher's restyle
+                # the keys follow the footer's compact; the palette key is not bound to it
+                compact = True if w.has_class("-command-palette") else narrow
+                w.set_reactive(FooterKey.compact, compact)
+                w.set_class(compact, "-compact", update=False)
         lead = sorted((w for w in widgets if isinstance(w, FooterKey) and w.key in FIRST),
                       key=lambda w: FIRST.index(w.key))
         yield from lead
@@ -42,8 +55,12 @@ class KvFooter(Footer):
             return  # the same keys: a rebuild would only cost the time of one
         await super().recompose()
 
+    @staticmethod
+    def _narrow(width: int) -> bool:
+        return width < 100
+
     def on_resize(self) -> None:
-        narrow = self.size.width < 100
+        narrow = self._narrow(self.size.width)
         self.compact = narrow  # one space between keys, not two
         if self.show_command_palette == narrow:  # "^p palette" is docked over the last keys
             self.show_command_palette = not narrow

@@ -121,3 +121,28 @@ async def test_an_edit_form_that_cannot_read_its_deployment_says_why_and_keeps_k
         assert form.focused is form.query_one("#edit-fields")  # the keys scroll the form
         await pilot.press("escape")
         await _until(pilot, lambda: app.screen is not form)
+
+
+async def test_a_narrow_footer_is_built_narrow_once():
+    """At 80 columns the footer is compact and without the palette key from its first frame:
+    switching after mount rebuilt it, and restyled every key."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await prime(pilot, 3)
+        seen: list[list[FooterKey]] = []
+        display = app._display
+
+        def recording(screen, renderable) -> None:
+            display(screen, renderable)
+            if renderable is not None and isinstance(screen, TriageScreen):
+                seen.append(list(screen.query(FooterKey)))
+
+        app._display = recording
+        await pilot.press("t")
+        await _until(pilot, lambda: len(seen) >= 1)
+        for _ in range(5):
+            await pilot.pause()
+        settled = list(app.screen.query(FooterKey))
+        assert seen[0] == settled  # the same widgets as in the first frame: never rebuilt
+        assert not any(k.has_class("-command-palette") for k in settled)
+        assert all(k.compact for k in settled)

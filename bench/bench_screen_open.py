@@ -1,83 +1,171 @@
-"""How long each screen takes to open at 64 replicas: key press to the screen drawn with data.
+"""How long each screen takes to open at 64 replicas: key press to the first frame that shows
+the screen's content.
 
     .venv/bin/python bench/bench_screen_open.py [--replicas 64] [--reps 15] [--size 160x45]
+        [--against OLD_TREE] [--rounds 3]
 
-Headless (Textual's test driver), the stepped simulated cluster behind the mitigation keys,
-a fleet primed with 8 refreshes. Each screen is opened `reps` times from the fleet screen and
-closed again; the time is from the key (or push) to the screen mounted, laid out and, for the
-edit form, its Deployment read and the fields filled. Prints median and p95 per screen.
-Target (issue 21): every screen within 150 ms on a loaded 2-core machine.
+Headless (Textual's test driver: every frame is composed and rendered as for a terminal, only
+not written), the stepped simulated cluster behind the mitigation keys, a fleet primed with 8
+refreshes, the garbage collector tuned as the command tunes it. Each screen is opened `reps`
+times from the fleet screen and closed again.
+
+"Opened" is the first frame the app hands to the terminal (`App._display`) for that screen
+at a moment when its content is set: the detail's evidence and its plots (or their numbers),
+the diagnosis body of the view asked for, the help table, the edit form's fields read from the
+Deployment (or the reason it cannot be), and the footer's keys on every screen that has one.
+A placeholder ("reading...", an empty footer) does not count. After each open, once it has
+settled, the screen's text is checked for what the open was to show (the replica's name, the
+footer's "Help"), so a predicate that lied would stop the run. The time is wall-clock (what
+the user waits) and the process's CPU time over the same span (what the open costs, less
+dependent on what else the machine runs).
+
+`--against OLD_TREE` runs the same measurement on another checkout (e.g. `git worktree add
+/tmp/open-base main`) in alternating rounds, so both see the same load; it prints both and
+their ratio. Target (issue 21): every screen within 150 ms at 64 replicas on a loaded 2-core
+machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tests.ui.scripted import ScriptedSource  # noqa: E402
-from tui.app import KvwatchApp  # noqa: E402
-from tui.core.cluster.audit import AuditLog  # noqa: E402
-from tui.core.cluster.sim import SimCluster  # noqa: E402
-from tui.core.config import Config  # noqa: E402
-from tui.core.monitor import Monitor  # noqa: E402
-from tui.core.sim.fleet import SimFleet  # noqa: E402
-
+HERE = Path(__file__).resolve()
 KINDS = ("pressure", "healthy", "compute", "healthy", "fault", "healthy", "down", "healthy")
 
 
-async def _settle(pilot, ready, limit_s: float = 10.0) -> None:
-    end = time.perf_counter() + limit_s
-    while not ready():
-        if time.perf_counter() > end:
-            raise TimeoutError("screen did not open")
-        await pilot.pause()
+def _text(content) -> str:
+    return str(getattr(content, "plain", content) or "")
 
 
-async def measure(replicas: int, reps: int, size: tuple[int, int]) -> dict[str, list[float]]:
+def _footer_ready(screen) -> bool:
+    """Keys in the footer, where the screen has one."""
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+
+    return not screen.query(Footer) or bool(screen.query(FooterKey))
+
+
+def _screen_text(app) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def measure(replicas: int, reps: int, size: tuple[int, int],
+                  only: str = "") -> dict[str, list[tuple[float, float]]]:
+    from textual.widgets import Static
+
+    from tests.ui.scripted import ScriptedSource
+    from tui.app import KvwatchApp
+    from tui.core.cluster.audit import AuditLog
+    from tui.core.cluster.sim import SimCluster
+    from tui.core.config import Config
+    from tui.core.monitor import Monitor
+    from tui.core.perf import tune_gc
+    from tui.core.sim.fleet import SimFleet
     from tui.screens.detail import DetailScreen
+    from widgets.fleet_table import FleetTable
     from tui.screens.edit_args import EditArgsScreen
     from tui.screens.help import HelpScreen
     from tui.screens.triage import TriageScreen
 
+    tune_gc()  # the collector as the command sets it (tui/cli.py): collections are rare there
     profiles = {f"llama-8b-7d9f-{i:05d}": KINDS[i % len(KINDS)] for i in range(replicas)}
     app = KvwatchApp(Monitor(ScriptedSource(profiles)), 1.0, autostart=False, config=Config(bell=False))
     fleet = SimFleet("long-prompts", replicas=2, seed=3, start_time=1.75e9)
     cluster = SimCluster(fleet, audit=AuditLog(Path(tempfile.mkdtemp()) / "audit.jsonl"), load_delay_s=60)
     app.cluster = cluster
-    out: dict[str, list[float]] = {}
+    frames: list[tuple[float, float, object, bool]] = []  # (wall, cpu, screen, content set)
+    ready_now = [lambda screen: False]
+    display = app._display
+
+    def recording_display(screen, renderable) -> None:
+        display(screen, renderable)
+        if renderable is not None:
+            frames.append((time.perf_counter(), time.thread_time(), screen, ready_now[0](screen)))
+
+    app._display = recording_display  # every frame the terminal would get
+
+    def static(screen, sel: str) -> str:
+        found = screen.query(sel)
+        return _text(found.first(Static).content) if found else ""
+
+    def detail_ready(s) -> bool:
+        if not isinstance(s, DetailScreen) or s.replica not in static(s, "#evidence"):
+            return False
+        plots = bool(getattr(s, "_pts", None)) and not s.has_class("-plots-pending")
+        return plots and _footer_ready(s)
+
+    def diag_ready(mode: str):
+        return lambda s: (isinstance(s, TriageScreen) and s.mode == mode and bool(static(s, "#diag-body").strip())
+                          and s.replica in static(s, "#diag-head") and _footer_ready(s))
+
+    def help_ready(s) -> bool:
+        return isinstance(s, HelpScreen) and bool(s.query("#help-table")) and \
+            s.query_one("#help-table", Static).content is not None and bool(getattr(s, "rows", None))
+
+    out: dict[str, list[tuple[float, float]]] = {}
+
+    async def timed(pilot, label: str, go, ready, expect: tuple[str, ...]) -> None:
+        frames.clear()
+        ready_now[0] = ready
+        t0, c0 = time.perf_counter(), time.thread_time()
+        await go()
+        end = t0 + 20.0
+        while not any(ok for *_, ok in frames):
+            if time.perf_counter() > end:
+                raise TimeoutError(f"{label}: no frame with the content")
+            await pilot.pause()
+        wall, cpu, screen, _ = next(f for f in frames if f[3])
+        ready_now[0] = lambda s: False
+        await pilot.pause()
+        text = _screen_text(app)
+        missing = [e for e in expect if e not in text]
+        if missing:
+            raise AssertionError(f"{label}: the frame said ready but the screen lacks {missing}:\n{text}")
+        out.setdefault(label, []).append((wall - t0, cpu - c0))
+
     async with app.run_test(size=size) as pilot:
         for _ in range(8):
             await app.refresh_once()
         await pilot.pause()
         fleet_screen = app.screen
-        keyed = (("detail (enter)", "enter", DetailScreen), ("triage (t)", "t", TriageScreen),
-                 ("runbook (g)", "g", TriageScreen), ("capacity (c)", "c", TriageScreen),
-                 ("help (?)", "question_mark", HelpScreen))
-        for label, key, cls in keyed:
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                await pilot.press(key)
-                await _settle(pilot, lambda cls=cls: isinstance(app.screen, cls) and app.screen.is_mounted)
-                await pilot.pause()  # its first layout and paint
-                out.setdefault(label, []).append(time.perf_counter() - t0)
-                await pilot.press("escape")
-                await _settle(pilot, lambda: app.screen is fleet_screen)
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            form = EditArgsScreen(cluster, fleet.namespace, "llama-8b")
-            await app.push_screen(form)
-            await _settle(pilot, lambda form=form: form.cmd is not None or form.load_error is not None)
-            await pilot.pause()
-            out.setdefault("edit form (e)", []).append(time.perf_counter() - t0)
+        name = "llama-8b-7d9f-00000"  # in kv-pressure, with plots: selected, `enter` opens it
+        table = fleet_screen.query_one(FleetTable)
+        table.move_cursor(row=table._order.index(name), animate=False)
+        await pilot.pause()
+        back = (lambda s: s is fleet_screen)
+        keyed = (("detail (enter)", "enter", detail_ready, (name, "Help")),
+                 ("triage (t)", "t", diag_ready("triage"), (name, "Help")),
+                 ("runbook (g)", "g", diag_ready("runbook"), (name, "Help")),
+                 ("capacity (c)", "c", diag_ready("capacity"), (name, "Help")),
+                 ("help (?)", "question_mark", help_ready, ("kvwatch keys",)))
+        for label, key, ready, expect in keyed:
+            for _ in range(reps if only in label else 0):
+                await timed(pilot, label, lambda key=key: pilot.press(key), ready, expect)
+                close = "back to fleet (esc)" if key == "enter" else "(close)"
+                await timed(pilot, close, lambda: pilot.press("escape"), back, ("Help",))
+        out.pop("(close)", None)
+
+        def form_ready(s) -> bool:
+            return isinstance(s, EditArgsScreen) and (s.cmd is not None or s.load_error is not None) \
+                and _footer_ready(s)
+
+        for _ in range(reps if only in "edit form (e)" else 0):
+            async def push() -> None:
+                await app.push_screen(EditArgsScreen(cluster, fleet.namespace, "llama-8b"))
+            await timed(pilot, "edit form (e)", push, form_ready, ("--max-num-seqs", "esc Cancel"))
             app.pop_screen()
-            await _settle(pilot, lambda: app.screen is fleet_screen)
+            while app.screen is not fleet_screen:
+                await pilot.pause()
+            await pilot.pause()
     return out
 
 
@@ -86,18 +174,63 @@ def p95(xs: list[float]) -> float:
     return xs[min(len(xs) - 1, round(0.95 * (len(xs) - 1)))]
 
 
+def _run_tree(tree: Path, a) -> dict[str, list[list[float]]]:
+    """One round of this measurement on `tree`'s code, in a process of its own."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    cmd = [sys.executable, str(HERE), "--replicas", str(a.replicas), "--reps", str(a.reps), "--size", a.size,
+           "--root", str(tree), "--json", "--only", a.only]
+    res = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, check=False)
+    if res.returncode:
+        raise SystemExit(f"{tree}: {res.stderr[-2000:]}")
+    return json.loads(res.stdout)
+
+
+def _row(xs: list[list[float]]) -> tuple[float, float, float, float]:
+    wall = [w for w, _ in xs]
+    cpu = [c for _, c in xs]
+    return 1000 * statistics.median(wall), 1000 * p95(wall), 1000 * statistics.median(cpu), 1000 * p95(cpu)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replicas", type=int, default=64)
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--size", default="160x45")
+    ap.add_argument("--against", type=Path, help="another checkout, measured in alternating rounds")
+    ap.add_argument("--rounds", type=int, default=3, help="with --against: rounds per tree")
+    ap.add_argument("--only", default="", help="only the screens whose label contains this")
+    ap.add_argument("--root", type=Path, default=HERE.parents[1], help=argparse.SUPPRESS)
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     w, h = (int(x) for x in a.size.split("x"))
-    res = asyncio.run(measure(a.replicas, a.reps, (w, h)))
-    print(f"screen open, {a.replicas} replicas, {w}x{h}, {a.reps} opens each (ms)")
-    print(f"{'screen':<18} {'median':>8} {'p95':>8}")
-    for label, xs in res.items():
-        print(f"{label:<18} {1000 * statistics.median(xs):8.0f} {1000 * p95(xs):8.0f}")
+    if a.json:
+        sys.path.insert(0, str(a.root))
+        import tui
+
+        assert Path(tui.__file__).resolve().is_relative_to(a.root.resolve()), (tui.__file__, a.root)
+        print(json.dumps(asyncio.run(measure(a.replicas, a.reps, (w, h), a.only))))
+        return
+    trees = {"this tree": HERE.parents[1]}
+    if a.against:
+        trees["against"] = a.against.resolve()
+    res: dict[str, dict[str, list[list[float]]]] = {k: {} for k in trees}
+    for _ in range(a.rounds if a.against else 1):
+        for k, tree in trees.items():
+            for label, xs in _run_tree(tree, a).items():
+                res[k].setdefault(label, []).extend(xs)
+    load = os.getloadavg()[0]
+    n = len(next(iter(res["this tree"].values())))
+    print(f"screen open, {a.replicas} replicas, {w}x{h}, {n} opens each, load {load:.1f} at the end (ms)")
+    print(f"{'screen':<20} {'wall med':>8} {'p95':>6} {'cpu med':>8} {'p95':>6}" +
+          (f" | {'against: wall med':>17} {'p95':>6} {'cpu med':>8} {'p95':>6} | {'ratio wall/cpu med':>18}"
+           if a.against else ""))
+    for label, xs in res["this tree"].items():
+        r = _row(xs)
+        line = f"{label:<20} {r[0]:8.0f} {r[1]:6.0f} {r[2]:8.0f} {r[3]:6.0f}"
+        if a.against and label in res["against"]:
+            o = _row(res["against"][label])
+            line += f" | {o[0]:17.0f} {o[1]:6.0f} {o[2]:8.0f} {o[3]:6.0f} | {r[0] / o[0]:8.2f} / {r[2] / o[2]:.2f}"
+        print(line)
 
 
 if __name__ == "__main__":

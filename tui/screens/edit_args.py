@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -45,6 +45,10 @@ def _field_id(name: str) -> str:
 class EditArgsScreen(Screen):
     app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("editargs")  # tui/actions.py: cancel, review, reset, presets
+    # Focus goes to the first field once the Deployment is read (_fill). Textual's auto-focus
+    # would first give it to the fields' scroll container, and each move of focus into or out
+    # of a container restyles everything inside it: ~60 widgets, twice, and a full repaint.
+    AUTO_FOCUS = ""
     DEFAULT_CSS = """
     EditArgsScreen #edit-title { height: auto; padding: 0 1; background: $surface; }
     EditArgsScreen #edit-main { height: 1fr; }
@@ -89,6 +93,7 @@ class EditArgsScreen(Screen):
         self.load_error: str | None = None
         self.busy = False
         self.done = False  # applied: the screen has been replaced by the rollout view
+        self._resumed = False
 
     # -- context from the live fleet ----------------------------------------------------------
     def _view(self) -> ReplicaView | None:
@@ -179,6 +184,15 @@ class EditArgsScreen(Screen):
                     yield Button("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
 
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Textual restyles a screen's whole tree on every resume (for a theme changed while it
+        # was covered). The first resume follows the push at once: the ~80 widgets were styled
+        # as they were mounted a moment before, and a second pass costs ~10 ms.
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
+        super()._on_screen_resume(event)
+
     def on_resize(self) -> None:
         fields = self.query_one("#edit-fields")
         # label 26 + input 16 + the help: under NOTE_MIN columns of help, it goes below the field
@@ -242,6 +256,8 @@ class EditArgsScreen(Screen):
         if self.load_error:
             self.query_one("#edit-diff", DiffView).show("")
             self.query_one("#edit-notes", Static).update(notes_text("cannot edit", [self.load_error], "bold red", "x "))
+            if self.focused is None:  # nothing to type into: the keys scroll the (disabled) fields
+                self.query_one("#edit-fields").focus()
         elif note:
             self.app.notify(clean(note), severity="warning", timeout=10, markup=False)
         self.query_one("#edit-title", Static).update(self._title())

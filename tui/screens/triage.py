@@ -122,8 +122,8 @@ class TriageScreen(MitigationMixin, Screen):
     def on_mount(self) -> None:
         super().on_mount()  # RBAC check for the mitigation keys
         self.query_one("#diag-scroll").focus()
+        self._start_fetch()  # before the first draw, which then says "fetching" (one report, not two)
         self.show_state(self.app.monitor.state)
-        self.action_fetch()
         self.set_interval(FETCH_EVERY_S, self.action_fetch)
         self.call_after_refresh(self._scroll_to_current)
 

@@ -8,8 +8,8 @@ import sys
 import time
 from typing import Any, Awaitable, Callable, TextIO, TypeVar
 
-from .export import fleet_json
-from .model import OK
+from .export import fleet_json, replica_json
+from .model import OK, FleetState
 from .monitor import Monitor
 from .textsafe import redact
 
@@ -57,10 +57,7 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
                 _error_line(out, e)
             else:
                 read_any = read_any or any(r.state == OK for r in state.replicas)
-                frame = fleet_json(state)
-                if extra is not None:
-                    frame.update(extra())  # e.g. "recording_error" once the recording stopped
-                out.write(json.dumps(frame) + "\n")
+                out.write(await frame_text(state, extra, monitor.yield_after_s) + "\n")
                 out.flush()
             if end is not None and time.monotonic() + interval > end + 0.01:
                 break
@@ -74,6 +71,26 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
         print(f"kvwatch: no endpoint could be read during the run (exit {NO_ENDPOINT_EXIT})", file=sys.stderr)
         return NO_ENDPOINT_EXIT
     return 0
+
+
+async def frame_text(state: FleetState, extra: Callable[[], dict[str, Any]] | None = None,
+                     yield_after_s: float = 0.01) -> str:
+    """`json.dumps` of the frame, the same text, with the event loop handed back while its rows
+    are encoded: 1024 rows took 50-80 ms of CPU in one callback (the loop's longest one)."""
+    clock = time.perf_counter
+    t = clock()
+    rows = []
+    for r in state.replicas:
+        rows.append(json.dumps(replica_json(r, state.ts)))
+        if clock() - t >= yield_after_s:
+            await asyncio.sleep(0)
+            t = clock()
+    frame = fleet_json(state, replicas=[])
+    if extra is not None:
+        frame.update(extra())  # e.g. "recording_error" once the recording stopped
+    # json.dumps of a dict with its default separators, the rows' text put in as it is
+    return "{" + ", ".join(json.dumps(k) + ": " + ("[" + ", ".join(rows) + "]" if k == "replicas" else json.dumps(v))
+                           for k, v in frame.items()) + "}"
 
 
 def _error_line(out: TextIO, e: BaseException) -> None:

@@ -33,3 +33,36 @@ def test_release_memory_hands_the_free_pages_between_live_objects_back_to_the_sy
     assert len(keep) == 2000
     # ~76 MiB freed; without the trim the heap keeps nearly all of it resident
     assert after_free - after > 40, (before, after_free, after)
+
+
+def test_frozen_refreshes_keep_what_survived_a_refresh_out_of_collections_and_free_frozen_cycles_later():
+    import gc
+    import weakref
+
+    from tui.core.perf import FrozenRefreshes
+
+    class Node:
+        pass
+
+    before = gc.get_threshold()
+    s = FrozenRefreshes(full_every=3)
+    s.start()
+    try:
+        assert gc.get_threshold()[0] == 2_000
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle that outlives the refresh
+        alive = weakref.ref(a)
+        frozen_before = gc.get_freeze_count()
+        s.after_refresh()
+        assert gc.get_freeze_count() > frozen_before  # survivors are no longer scanned
+        del a, b
+        gc.collect()
+        assert alive() is not None  # frozen: the price, paid back by the periodic full collection
+        s.after_refresh()
+        assert alive() is not None
+        s.after_refresh()  # the third: unfreeze and collect everything
+        assert alive() is None
+    finally:
+        s.stop()
+        gc.unfreeze()
+    assert gc.get_threshold() == before

@@ -11,6 +11,7 @@ from typing import Any, Awaitable, Callable, TextIO, TypeVar
 from .export import fleet_json, replica_json
 from .model import OK, FleetState
 from .monitor import Monitor
+from .perf import FrozenRefreshes
 from .textsafe import redact
 
 _T = TypeVar("_T")
@@ -34,6 +35,8 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
         return asyncio.wait_for(aw, max(0.0, end - time.monotonic()) + 0.5)
 
     read_any = False
+    collector = FrozenRefreshes()  # short collector pauses: a large fleet's history is frozen
+    collector.start()
     try:
         try:
             await bounded(monitor.start(backfill_s))
@@ -59,10 +62,12 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
                 read_any = read_any or any(r.state == OK for r in state.replicas)
                 out.write(await frame_text(state, extra, monitor.yield_after_s) + "\n")
                 out.flush()
+                collector.after_refresh()
             if end is not None and time.monotonic() + interval > end + 0.01:
                 break
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - t0)))
     finally:
+        collector.stop()
         if src is not None:
             await src.close()
     if not monitor.ok_refreshes:  # the source itself never answered (e.g. Prometheus down)

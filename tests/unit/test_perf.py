@@ -66,3 +66,26 @@ def test_frozen_refreshes_keep_what_survived_a_refresh_out_of_collections_and_fr
         s.stop()
         gc.unfreeze()
     assert gc.get_threshold() == before
+
+
+def test_keep_freezing_freezes_at_the_loops_turns_within_a_refresh():
+    import asyncio
+    import gc
+
+    from tui.core.perf import FrozenRefreshes
+
+    async def main() -> int:
+        task = asyncio.ensure_future(FrozenRefreshes().keep_freezing(every_s=0.0))
+        await asyncio.sleep(0)
+        start = gc.get_freeze_count()
+        kept = [[i] for i in range(5_000)]  # survivors made mid-refresh
+        for _ in range(3):
+            await asyncio.sleep(0)  # the refresh hands the loop back
+        task.cancel()
+        assert len(kept) == 5_000
+        return gc.get_freeze_count() - start
+
+    try:
+        assert asyncio.run(main()) >= 5_000
+    finally:
+        gc.unfreeze()

@@ -37,6 +37,7 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
     read_any = False
     collector = FrozenRefreshes()  # short collector pauses: a large fleet's history is frozen
     collector.start()
+    freezer = asyncio.ensure_future(collector.keep_freezing())
     try:
         try:
             await bounded(monitor.start(backfill_s))
@@ -67,6 +68,7 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
                 break
             await asyncio.sleep(max(0.0, interval - (time.monotonic() - t0)))
     finally:
+        freezer.cancel()
         collector.stop()
         if src is not None:
             await src.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import asyncio
 import functools
 import gc
 
@@ -67,6 +68,15 @@ class FrozenRefreshes:
             gc.unfreeze()
             gc.collect()
         gc.freeze()
+
+    async def keep_freezing(self, every_s: float = 0.005) -> None:
+        """Freeze at the event loop's turns during a refresh too: the young generation's list
+        holds every object made since the last freeze (a collection is due when allocations
+        outnumber frees by `young`, however long the list), so freezing only after each refresh
+        left 10-24 ms collections at 1024 replicas."""
+        while True:
+            gc.freeze()
+            await asyncio.sleep(every_s)
 
     def stop(self) -> None:
         if self._saved is not None:

@@ -89,3 +89,34 @@ def test_keep_freezing_freezes_at_the_loops_turns_within_a_refresh():
         assert asyncio.run(main()) >= 5_000
     finally:
         gc.unfreeze()
+
+
+def test_keep_freezing_frees_cyclic_garbage_before_it_freezes():
+    import asyncio
+    import gc
+    import weakref
+
+    from tui.core.perf import FrozenRefreshes
+
+    class Node:
+        pass
+
+    async def main() -> bool:
+        task = asyncio.ensure_future(FrozenRefreshes().keep_freezing(every_s=0.0))
+        await asyncio.sleep(0)
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b  # garbage now, but only the collector can tell
+        for _ in range(3):
+            await asyncio.sleep(0)
+        task.cancel()
+        return gone() is None
+
+    before = gc.get_threshold()
+    gc.set_threshold(1_000_000)  # no automatic collection meanwhile: the turn's own must free it
+    try:
+        assert asyncio.run(main())
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()

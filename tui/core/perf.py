@@ -67,6 +67,8 @@ class FrozenRefreshes:
         if self.refreshes % self.full_every == 0:
             gc.unfreeze()
             gc.collect()
+        else:
+            gc.collect(0)
         gc.freeze()
 
     async def keep_freezing(self, every_s: float = 0.005) -> None:
@@ -75,6 +77,9 @@ class FrozenRefreshes:
         outnumber frees by `young`, however long the list), so freezing only after each refresh
         left 10-24 ms collections at 1024 replicas."""
         while True:
+            # what became cyclic garbage since the last turn is freed first (an exception and its
+            # traceback, say): frozen, it would wait for the full collection
+            gc.collect(0)
             gc.freeze()
             await asyncio.sleep(every_s)
 

@@ -46,8 +46,12 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
             if end is not None and time.monotonic() + interval > end + 0.01:
                 return 1
             await asyncio.sleep(interval)
+        # Each refresh is due `interval` after the previous one was due, not after it began: a
+        # wake-up that comes late (a busy loop, a busy machine) is not added to every later one.
+        # A refresh that runs past the next one's time is followed at once, and the schedule
+        # starts again from there (no burst of refreshes to catch up).
+        due = time.monotonic()
         while True:
-            t0 = time.monotonic()
             try:
                 state = await bounded(monitor.refresh())
             except TimeoutError as e:
@@ -66,7 +70,8 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
                 collector.after_refresh()
             if end is not None and time.monotonic() + interval > end + 0.01:
                 break
-            await asyncio.sleep(max(0.0, interval - (time.monotonic() - t0)))
+            due = max(due + interval, time.monotonic())
+            await asyncio.sleep(due - time.monotonic())
     finally:
         freezer.cancel()
         collector.stop()

@@ -64,8 +64,8 @@ def test_frozen_refreshes_keep_what_survived_a_refresh_out_of_collections_and_fr
         assert alive() is None
     finally:
         s.stop()
-        gc.unfreeze()
     assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0  # the process's collector as it was
 
 
 def test_keep_freezing_freezes_at_the_loops_turns_within_a_refresh():

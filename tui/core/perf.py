@@ -84,6 +84,9 @@ class FrozenRefreshes:
             await asyncio.sleep(every_s)
 
     def stop(self) -> None:
+        """The process's collector as before (a run inside a longer-lived process, a test):
+        everything frozen becomes collectable again (O(1): the objects join the oldest generation)."""
         if self._saved is not None:
             gc.set_threshold(*self._saved)
             self._saved = None
+        gc.unfreeze()

@@ -20,11 +20,13 @@ _T = TypeVar("_T")
 NO_ENDPOINT_EXIT = 3
 
 
-async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO = sys.stdout,
+async def run_json(monitor: Monitor, interval: float, duration: float | None, out: TextIO | None = None,
                    backfill_s: float | None = None, extra: Callable[[], dict[str, Any]] | None = None) -> int:
     """One line per refresh until `duration` ends. A failing source (at start too: Prometheus
     down, redirecting, answering 500) is a line `{"error": ...}` and is retried, with backoff.
     Exit status: 0 when the source answered at least once, 1 when it never did."""
+    if out is None:
+        out = sys.stdout  # the stdout of the run, not the one there was when this module was imported
     src = monitor.source
     end = None if duration is None else time.monotonic() + duration
 

@@ -11,7 +11,8 @@ Read from kvwatch's own output after the warm-up:
   refresh gaps: between consecutive frames' `ts` (target: none over 1.5 s): median, p95, max
   stale but answered: replica rows not "ok" in a frame although the page server answered every
       request it was sent (it never fails; its per-run count is printed beside)
-  loop lag: the longest event-loop callback of the kvwatch process (bench/probe), and how many
+  loop lag: the longest event-loop callback of the kvwatch process (bench/probe; wall, with the CPU
+      it used: on a busy machine the rest is waiting for a core), and how many
       took 50 / 100 ms or more (target: under 50 ms)
   CPU: kvwatch's whole process over the window, in % of one core, and per page it kept as a
       ratio to the floor (bench/floor.py) measured on the same pages with the busy loops running,

@@ -92,12 +92,14 @@ def loop_lag(path: Path, w) -> str:
     long = []
     if path.exists():
         for line in path.read_text().splitlines():
-            end, ms, what = line.split(" ", 2)
+            end, ms, cpu, what = line.split(" ", 3)
             if w.t0 <= float(end) <= w.t1:
-                long.append((float(ms), what))
-    worst = max(long, default=(0.0, "-"))
-    return (f"longest loop callback {worst[0]:.0f} ms ({worst[1]}); "
-            f"{sum(ms >= 50 for ms, _ in long)} of 50 ms or more, {sum(ms >= 100 for ms, _ in long)} of 100 ms "
+                long.append((float(ms), what, float(cpu)))
+    worst = max(long, default=(0.0, "-", 0.0))
+    most_cpu = max(long, key=lambda c: c[2], default=(0.0, "-", 0.0))
+    return (f"longest loop callback {worst[0]:.0f} ms ({worst[1]}, {worst[2]:.0f} ms of it on the CPU; the most CPU "
+            f"in one callback: {most_cpu[2]:.0f} ms, {most_cpu[1]}); "
+            f"{sum(c[0] >= 50 for c in long)} of 50 ms or more, {sum(c[0] >= 100 for c in long)} of 100 ms "
             f"or more in {w.t1 - w.t0:.0f} s")
 
 

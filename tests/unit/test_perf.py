@@ -33,3 +33,90 @@ def test_release_memory_hands_the_free_pages_between_live_objects_back_to_the_sy
     assert len(keep) == 2000
     # ~76 MiB freed; without the trim the heap keeps nearly all of it resident
     assert after_free - after > 40, (before, after_free, after)
+
+
+def test_frozen_refreshes_keep_what_survived_a_refresh_out_of_collections_and_free_frozen_cycles_later():
+    import gc
+    import weakref
+
+    from tui.core.perf import FrozenRefreshes
+
+    class Node:
+        pass
+
+    before = gc.get_threshold()
+    s = FrozenRefreshes(full_every=3)
+    s.start()
+    try:
+        assert gc.get_threshold()[0] == 2_000
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle that outlives the refresh
+        alive = weakref.ref(a)
+        frozen_before = gc.get_freeze_count()
+        s.after_refresh()
+        assert gc.get_freeze_count() > frozen_before  # survivors are no longer scanned
+        del a, b
+        gc.collect()
+        assert alive() is not None  # frozen: the price, paid back by the periodic full collection
+        s.after_refresh()
+        assert alive() is not None
+        s.after_refresh()  # the third: unfreeze and collect everything
+        assert alive() is None
+    finally:
+        s.stop()
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0  # the process's collector as it was
+
+
+def test_keep_freezing_freezes_at_the_loops_turns_within_a_refresh():
+    import asyncio
+    import gc
+
+    from tui.core.perf import FrozenRefreshes
+
+    async def main() -> int:
+        task = asyncio.ensure_future(FrozenRefreshes().keep_freezing(every_s=0.0))
+        await asyncio.sleep(0)
+        start = gc.get_freeze_count()
+        kept = [[i] for i in range(5_000)]  # survivors made mid-refresh
+        for _ in range(3):
+            await asyncio.sleep(0)  # the refresh hands the loop back
+        task.cancel()
+        assert len(kept) == 5_000
+        return gc.get_freeze_count() - start
+
+    try:
+        assert asyncio.run(main()) >= 5_000
+    finally:
+        gc.unfreeze()
+
+
+def test_keep_freezing_frees_cyclic_garbage_before_it_freezes():
+    import asyncio
+    import gc
+    import weakref
+
+    from tui.core.perf import FrozenRefreshes
+
+    class Node:
+        pass
+
+    async def main() -> bool:
+        task = asyncio.ensure_future(FrozenRefreshes().keep_freezing(every_s=0.0))
+        await asyncio.sleep(0)
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b  # garbage now, but only the collector can tell
+        for _ in range(3):
+            await asyncio.sleep(0)
+        task.cancel()
+        return gone() is None
+
+    before = gc.get_threshold()
+    gc.set_threshold(1_000_000)  # no automatic collection meanwhile: the turn's own must free it
+    try:
+        assert asyncio.run(main())
+    finally:
+        gc.set_threshold(*before)
+        gc.unfreeze()

@@ -53,8 +53,10 @@ def replica_json(r: ReplicaView, now: float | None = None) -> dict[str, Any]:
     return out
 
 
-def fleet_json(state: FleetState) -> dict[str, Any]:
-    out: dict[str, Any] = {"ts": _num(state.ts), "source": state.source, "replicas": [replica_json(r, state.ts) for r in state.replicas]}
+def fleet_json(state: FleetState, replicas: list[Any] | None = None) -> dict[str, Any]:
+    """The frame; `replicas` stands in for its rows (`--json` encodes them apart, see headless)."""
+    rows = [replica_json(r, state.ts) for r in state.replicas] if replicas is None else replicas
+    out: dict[str, Any] = {"ts": _num(state.ts), "source": state.source, "replicas": rows}
     if state.source_warnings:  # only when the source had a problem (a partial Prometheus answer, ...)
         out["source_warnings"] = [redact(w) for w in state.source_warnings]
     # fleet imbalance (a hot replica beside idle ones of its model): a list, empty when none

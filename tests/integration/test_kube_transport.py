@@ -270,6 +270,16 @@ async def test_256_pods_through_the_proxy_keep_the_budget_while_a_plan_takes_und
     await src.start()
     assert len(src.pods) == 256
     plan_s: list[float] = []
+    sent: list[float] = []  # when kvwatch's budget let each scrape out
+    slot = src._budget.slot
+
+    @contextlib.asynccontextmanager
+    async def recorded_slot():
+        async with slot():
+            sent.append(time.monotonic())
+            yield
+
+    src._budget.slot = recorded_slot
 
     def proxied_now() -> int:
         return sum(1 for x in env.emu.calls if "/proxy/" in x.path)
@@ -306,7 +316,10 @@ async def test_256_pods_through_the_proxy_keep_the_budget_while_a_plan_takes_und
     print(f"\n256 pods, {proxied[-1] - proxied[0]:.0f} s: {len(proxied)} proxy requests, {rate:.1f}/s average, busiest second {busiest}, "
           f"at most {env.emu.proxy_inflight_max} open; edit-args plan {plan_s[0]:.2f}s")
     rps, concurrency = getattr(c, "proxy_rps", 40.0), getattr(c, "proxy_concurrency", 8)  # the defaults
-    assert busiest <= rps + 2 <= 50
+    # the budget, as kvwatch sends: at most rps in any second; the API server's arrival times
+    # bunch up when a busy machine delays its event loop (43 seen under load), hence its margin
+    assert len(sent) == len(proxied) and max(sum(1 for t in sent if t0 <= t < t0 + 1.0) for t0 in sent) <= rps + 1
+    assert busiest <= rps + 10 <= 50
     assert env.emu.proxy_inflight_max <= concurrency
     assert len(scraped) == 256 and all_scraped_s is not None, "every pod is scraped within the 30 s"
     assert plan_s and plan_s[0] < 2.0

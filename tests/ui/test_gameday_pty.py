@@ -28,7 +28,7 @@ class App(KvwatchApp):
     CSS_PATH = os.path.join(os.getcwd(), "tui", KvwatchApp.CSS_PATH)  # a class defined in -c has no file
 
 demo = SteppedDemo("long-prompts", replicas=4, seed=3, audit=AuditLog(os.environ["AUDIT"]))
-App(Monitor(SteppedDemoSource(demo)), 0.15, config=None).run()
+App(Monitor(SteppedDemoSource(demo)), 0.3, config=None).run()
 """
 
 NAME = re.compile(r"\b(llama-8b-[0-9a-z][0-9a-z-]*)")

@@ -397,8 +397,9 @@ def _modes(fs: "FaultServer", opts: dict[str, Any]) -> Handler:  # noqa: C901 - 
             await hang(req, w)
 
     async def prometheus(req, w):
-        """A Prometheus HTTP API that fails (`fail`: redirect, 500, or refuse) for `after` s."""
-        if req.at < opts.get("after", 3.0):
+        """A Prometheus HTTP API that fails (`fail`: redirect, 500, or refuse) for its first `fails`
+        requests (a count: a busy machine asks later, not fewer times), else for `after` s."""
+        if req.n < opts["fails"] if "fails" in opts else req.at < opts.get("after", 3.0):
             fail = opts.get("fail", "500")
             if fail == "redirect":
                 w.write(_head(302, {"Location": req.path}, 0))

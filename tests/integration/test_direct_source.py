@@ -285,12 +285,14 @@ async def test_a_paced_poll_publishes_on_time_and_collects_the_slow_answer_later
         first, *later = polls
         assert first[0] < 1.0 + 0.3 and set(first[1]) == {"good"}  # the first poll waits up to the interval
         for elapsed, got, pending in later:
-            assert elapsed < 0.08 + 0.15, elapsed  # not the 2 s timeout
+            assert elapsed < 1.0, elapsed  # its publish point (0.08 s), not the 2 s timeout (a busy machine is slower)
             assert set(got) == {"good"} and got["good"].ok
             assert set(pending) == {"hang"}
         assert len(servers.peers.get("/hang", [])) == 1  # one request in flight, not one per poll
-        await asyncio.sleep(2.0)  # its timeout passes: the next poll collects the failure
-        got = by_name(await src.poll())
+        end = time.monotonic() + 30  # its timeout passes: a next poll collects the failure
+        while "hang" not in got and time.monotonic() < end:
+            await asyncio.sleep(0.1)
+            got = by_name(await src.poll())
         assert got["hang"].error == "timeout after 2.0s"
     finally:
         await src.close()

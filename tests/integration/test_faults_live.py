@@ -106,7 +106,7 @@ async def test_hanging_replica_does_not_delay_the_refresh(tmp_path: Path) -> Non
 @pytest.mark.parametrize("fail", ["500", "redirect", "refuse"])
 async def test_prometheus_failing_at_start_is_retried(tmp_path: Path, fail: str) -> None:
     async with FaultServer(lifetime=30) as fs:
-        opts = {"refuse_for": 2.0, "after": 0.0} if fail == "refuse" else {"fail": fail, "after": 2.0}
+        opts = {"refuse_for": 2.0, "after": 0.0} if fail == "refuse" else {"fail": fail, "fails": 2}
         url = await fs.add("prometheus", **opts)
         run = await run_cli(str(tmp_path), "--prometheus", url, "--json", "--duration", "5", "--interval", "0.5",
                             timeout=30)
@@ -164,9 +164,10 @@ async def test_bearer_token_with_a_newline_is_never_printed(tmp_path: Path) -> N
                                 env={**clean_env(str(tmp_path)), "PT": f"tok-A\n{secret}"})
         # a good token, rotated to a bad one while running
         tok.write_text("tok-A\n")
+        asked = len(fs.requests(url))
         rotating = asyncio.create_task(run_cli(str(tmp_path), "--prometheus", url, "--prom-token-file", str(tok),
                                                "--json", "--duration", "4", "--interval", "0.5"))
-        await asyncio.sleep(2.0)
+        await asyncio.wait_for(fs.until_requests(url, asked + 2), 60)  # running with the good token
         tok.write_text(f"tok-A\n{secret}\n")
         rotated = await rotating
     for run in (first, env_run, rotated):
@@ -186,7 +187,7 @@ async def test_no_fault_path_prints_the_bearer_token(tmp_path: Path) -> None:
     tok.write_text(secret + "\n")
     runs = []
     async with FaultServer(lifetime=40) as fs:
-        for i, opts in enumerate(({"fail": "500", "after": 1.0}, {"fail": "redirect", "after": 1.0},
+        for i, opts in enumerate(({"fail": "500", "fails": 1}, {"fail": "redirect", "fails": 1},
                                   {"refuse_for": 1.0, "after": 0.0})):
             url = await fs.add("prometheus", **opts)
             runs.append(await run_cli(str(tmp_path), "--prometheus", url, "--prom-token-file", str(tok), "--json",

@@ -19,8 +19,15 @@ from tests.faultserver import ROOT, FaultServer, ThreadedFaultServer, clean_env,
 from tests.ui.ptyrun import run_in_pty
 
 
+def hangup_as_a_terminal_gives_it() -> None:
+    """In the child: SIGHUP's default action, whatever the suite was started under. kvwatch keeps
+    an ignored SIGHUP ignored (`nohup kvwatch ...`), and `nohup bash .ci/test` hands that on."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 async def _start(tmp: Path, *argv: str, fsize: int | None = None) -> asyncio.subprocess.Process:
     def limit() -> None:
+        hangup_as_a_terminal_gives_it()
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
     return await asyncio.create_subprocess_exec(
@@ -129,6 +136,7 @@ def test_tui_closes_the_recording_when_its_terminal_goes_away(tmp_path: Path) ->
         pid, fd = pty.fork()
         if pid == 0:
             try:
+                hangup_as_a_terminal_gives_it()
                 os.chdir(ROOT)
                 os.execve(sys.executable, [sys.executable, "-m", "tui.cli", "--url", url, "--interval", "0.3",
                                            "--record", str(rec)], env)

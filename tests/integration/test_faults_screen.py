@@ -7,6 +7,7 @@ import re
 
 
 from tests.faultserver import FaultServer
+from tests.ui.kube_app import until
 from tui.app import KvwatchApp
 from tui.core.monitor import Monitor
 from tui.core.sources.direct import DirectSource, Target
@@ -22,17 +23,18 @@ async def detail_text(mode: str, *keys: str) -> str:
         url = await fs.add(mode)
         app = KvwatchApp(Monitor(DirectSource([Target("r0", url)], timeout=3.0)), 1.0)
         async with app.run_test(size=(80, 24)) as pilot:
-            for _ in range(50):  # the first refresh
-                await pilot.pause(0.1)
-                if app.screen.query(FleetTable) and app.screen.query_one(FleetTable).row_count:
-                    break
+            await until(pilot, lambda: app.screen.query(FleetTable) and app.screen.query_one(FleetTable).row_count)
             await pilot.press("enter")
-            await pilot.pause(0.3)
-            assert isinstance(app.screen, DetailScreen)
+            await until(pilot, lambda: isinstance(app.screen, DetailScreen) and evidence(app))
             for k in keys:
+                before = evidence(app)
                 await pilot.press(k)
-                await pilot.pause(0.2)
-            return app.screen.query_one("#evidence").render().plain
+                await until(pilot, lambda before=before: evidence(app) != before)  # the key's effect is drawn
+            return evidence(app)
+
+
+def evidence(app) -> str:
+    return app.screen.query_one("#evidence").render().plain
 
 
 async def test_a_huge_model_name_is_truncated_with_an_ellipsis() -> None:
@@ -57,16 +59,14 @@ async def test_prometheus_down_at_start_is_shown_and_retried_in_the_tui() -> Non
     from tui.screens.fleet import SelectedStrip
 
     async with FaultServer(lifetime=30) as fs:
-        url = await fs.add("prometheus", fail="500", after=2.5)
+        url = await fs.add("prometheus", fail="500", fails=2)
         app = KvwatchApp(Monitor(PrometheusSource(url, timeout=2.0)), 0.5)
         async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.pause(1.0)
-            strip = app.screen.query_one(SelectedStrip).render()
-            said = getattr(strip, "plain", str(strip))
-            assert "500" in said and "retrying" in said, said
-            for _ in range(80):
-                await pilot.pause(0.1)
-                if app.monitor.started and app.last_error is None:
-                    break
-            assert app.monitor.started and app.last_error is None  # recovered by itself
+
+            def said() -> str:
+                strip = app.screen.query_one(SelectedStrip).render()
+                return getattr(strip, "plain", str(strip))
+
+            await until(pilot, lambda: "500" in said() and "retrying" in said(), what=said)
+            await until(pilot, lambda: app.monitor.started and app.last_error is None, what=said)  # recovered by itself
             assert len(fs.requests(url)) >= 3  # it kept asking

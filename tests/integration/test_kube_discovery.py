@@ -109,6 +109,14 @@ async def test_all_namespaces(env: Env) -> None:
     assert await c.list_namespaces() == ["other", NS]
 
 
+async def eventually(cond, timeout: float = 30.0) -> None:
+    """Until cond() holds (polled; a generous deadline: a busy machine is slower, not different)."""
+    end = asyncio.get_running_loop().time() + timeout
+    while not cond():
+        assert asyncio.get_running_loop().time() < end, "condition not met within the deadline"
+        await asyncio.sleep(0.02)
+
+
 async def _next(gen, typ: str, timeout: float = 5.0):
     async def go():
         async for ev in gen:
@@ -140,7 +148,10 @@ async def test_watch_reports_new_restarted_and_deleted_pods(env: Env) -> None:
         gone = await _next(gen, "DELETED")
         assert gone.pod.name == added.pod.name
         # the watch outlives its server-side timeout: it resumes from its resourceVersion
-        await asyncio.sleep(2.5)
+        first = list(env.emu._watchers)
+        assert first  # the watch that delivered the events above
+        # the server ends that watch at its timeout (the client may open the next one at once)
+        await eventually(lambda: not any(w in env.emu._watchers for w in first))
         env.emu.crash(NS, sync.pods[0].name)
         later = await _next(gen, "MODIFIED")
         assert later.pod.name == sync.pods[0].name
@@ -271,20 +282,14 @@ async def test_cluster_source_scrapes_pods_through_the_proxy(env: Env) -> None:
         d = env.deployment()
         d["spec"]["replicas"] = 3
         env.emu._update("deployments", env.deployment(), d)
-        for _ in range(50):
-            if len(src.pods) == 3:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: len(src.pods) == 3)
         n_proxy = len([c for c in env.emu.calls if "/proxy/" in c.path])
         scrapes = {s.replica: s for s in await src.poll()}
         new = next(n for n in scrapes if n not in names)
         assert scrapes[new].error == "pod Unschedulable"
         assert len([c for c in env.emu.calls if "/proxy/" in c.path]) == n_proxy + 2
         env.emu._delete("pods", env.emu.get("pods", NS, names[1]), 30)
-        for _ in range(50):
-            if names[1] not in src.pods:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: names[1] not in src.pods)
         assert src.take_removed() == {names[1]} and src.take_removed() == set()
     finally:
         await src.close()
@@ -324,13 +329,10 @@ async def test_opt_in_nvidia_smi_in_pods_fills_gpu_without_delaying_polls(env: E
     src = ClusterSource(env.cluster(watch_timeout_s=2), timeout=2.0, gpu_exec=gpu_exec)
     await src.start()
     try:
-        first = {s.replica: s for s in await asyncio.wait_for(src.poll(), 5)}
+        first = {s.replica: s for s in await asyncio.wait_for(src.poll(), 15)}
         assert all(s.ok and s.gpu is None for s in first.values())  # exec still running: no wait
         gate.set()
-        for _ in range(50):
-            if gpu_exec.peek(NS, names[0]) is not None and gpu_exec.peek(NS, names[1]) is not None:
-                break
-            await asyncio.sleep(0.02)
+        await eventually(lambda: gpu_exec.peek(NS, names[0]) is not None and gpu_exec.peek(NS, names[1]) is not None)
         second = {s.replica: s for s in await src.poll()}
         g0, g1 = second[names[0]].gpu, second[names[1]].gpu
         assert g0.source == "nvidia-smi" and g0.join == "exec in pod"

@@ -368,8 +368,10 @@ async def test_api_calls_during_an_exec_do_not_go_over_the_websocket(env: Env) -
     pod = env.pods()[0]["metadata"]["name"]
     env.emu.fail("GET", r"/exec$", 500, "exec is slow to connect", delay=1.0)
     exec_task = asyncio.create_task(c.exec_in_pod(NS, pod, "vllm", ["nvidia-smi"]))
-    await asyncio.sleep(0.3)  # the exec is connecting
     try:
+        while not any(x.path.endswith("/exec") for x in env.emu.calls):  # the exec is connecting
+            assert not exec_task.done(), exec_task
+            await asyncio.sleep(0.01)
         pods = await c.list_pods(NS)
         assert {p.name for p in pods} == {p["metadata"]["name"] for p in env.pods()}
     finally:

@@ -120,10 +120,15 @@ async def test_overlapping_execs_leave_lists_and_patches_on_plain_http(env: Env)
     c = env.cluster()
     pods = [p["metadata"]["name"] for p in env.pods()]
     env.emu.fail("GET", r"/exec$", 500, "exec is slow to connect", delay=0.6)
+
+    async def execs_arrived(n: int) -> None:
+        while sum(1 for x in env.emu.calls if x.path.endswith("/exec")) < n:
+            await asyncio.sleep(0.01)
+
     first = asyncio.create_task(c.exec_in_pod(NS, pods[0], "vllm", ["nvidia-smi"]))
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(execs_arrived(1), 30)
     second = asyncio.create_task(c.exec_in_pod(NS, pods[1], "vllm", ["nvidia-smi"]))  # ends after the first
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(execs_arrived(2), 30)
     during = await c.list_pods(NS)  # both execs are connecting
     assert (await c.scale(NS, "llama", 3)).ok
     for t in (first, second):
@@ -265,34 +270,58 @@ async def test_256_pods_through_the_proxy_keep_the_budget_while_a_plan_takes_und
     await src.start()
     assert len(src.pods) == 256
     plan_s: list[float] = []
+    sent: list[float] = []  # when kvwatch's budget let each scrape out
+    slot = src._budget.slot
+
+    @contextlib.asynccontextmanager
+    async def recorded_slot():
+        async with slot():
+            sent.append(time.monotonic())
+            yield
+
+    src._budget.slot = recorded_slot
+
+    def proxied_now() -> int:
+        return sum(1 for x in env.emu.calls if "/proxy/" in x.path)
 
     async def plan_meanwhile() -> None:
-        await asyncio.sleep(8.0)  # the fleet is being scraped
+        while proxied_now() < 80:  # the fleet is being scraped: two seconds of the budget asked
+            await asyncio.sleep(0.05)
         t0 = time.monotonic()
         plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64}))
         plan_s.append(time.monotonic() - t0)
         assert plan.ok
 
     side = asyncio.create_task(plan_meanwhile())
-    t_end = time.monotonic() + 30.0
+    start = time.monotonic()
     scraped: set[str] = set()
+    all_scraped_s = None
     try:
-        while time.monotonic() < t_end:  # the dashboard's loop at --interval 1
+        # the dashboard's loop at --interval 1, for 30 s at most: until every pod was scraped and
+        # the plan is done, and for 12 s at least (the budget is measured over whole seconds)
+        while (elapsed := time.monotonic() - start) < 30.0:
+            if all_scraped_s is not None and side.done() and elapsed >= 12.0:
+                break
             t0 = time.monotonic()
             scraped |= {s.replica for s in await src.poll() if s.ok}
+            if len(scraped) == 256 and all_scraped_s is None:
+                all_scraped_s = time.monotonic() - start
             await asyncio.sleep(max(0.0, 1.0 - (time.monotonic() - t0)))
-        await side
+        await asyncio.wait_for(side, 60)
     finally:
         await src.close()
     proxied = sorted(x.at for x in env.emu.calls if "/proxy/" in x.path)
     busiest = max(sum(1 for t in proxied if t0 <= t < t0 + 1.0) for t0 in proxied)
     rate = len(proxied) / (proxied[-1] - proxied[0])
-    print(f"\n256 pods, 30 s: {len(proxied)} proxy requests, {rate:.1f}/s average, busiest second {busiest}, "
+    print(f"\n256 pods, {proxied[-1] - proxied[0]:.0f} s: {len(proxied)} proxy requests, {rate:.1f}/s average, busiest second {busiest}, "
           f"at most {env.emu.proxy_inflight_max} open; edit-args plan {plan_s[0]:.2f}s")
     rps, concurrency = getattr(c, "proxy_rps", 40.0), getattr(c, "proxy_concurrency", 8)  # the defaults
-    assert busiest <= rps + 2 <= 50
+    # the budget, as kvwatch sends: at most rps in any second; the API server's arrival times
+    # bunch up when a busy machine delays its event loop (43 seen under load), hence its margin
+    assert len(sent) == len(proxied) and max(sum(1 for t in sent if t0 <= t < t0 + 1.0) for t0 in sent) <= rps + 1
+    assert busiest <= rps + 10 <= 50
     assert env.emu.proxy_inflight_max <= concurrency
-    assert len(scraped) == 256, "every pod is scraped within the 30 s"
+    assert len(scraped) == 256 and all_scraped_s is not None, "every pod is scraped within the 30 s"
     assert plan_s and plan_s[0] < 2.0
 
 
@@ -304,7 +333,8 @@ async def test_a_plan_does_not_wait_behind_slow_scrapes(env: Env) -> None:
     await src.start()
     polling = asyncio.create_task(src.poll())
     try:
-        await asyncio.sleep(0.3)
+        while env.emu.proxy_inflight < 1:  # the scrapes are under way, held by the slow pages
+            await asyncio.sleep(0.01)
         t0 = time.monotonic()
         plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64}))
         took = time.monotonic() - t0

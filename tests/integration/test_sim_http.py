@@ -13,6 +13,15 @@ from tui.core.sim.args import EngineArgs
 from tui.core.sim.fleet import SimFleet
 
 
+def eventually(cond, timeout: float = 30.0):
+    """cond()'s value once truthy (polled; a generous deadline: a busy machine is slower, not different)."""
+    end = time.monotonic() + timeout
+    while not (v := cond()):
+        assert time.monotonic() < end, "condition not met within the deadline"
+        time.sleep(0.05)
+    return v
+
+
 @pytest.fixture(scope="module")
 def fleet():
     f = SimFleet("long-prompts", replicas=3, v0_replicas=1, speed=20.0, seed=1)
@@ -77,8 +86,7 @@ def test_counters_move_forward_between_scrapes(fleet):
         return fams["vllm:generation_tokens"].samples[0].value
 
     a = gen_tokens()
-    time.sleep(0.5)
-    b = gen_tokens()
+    b = eventually(lambda: (v := gen_tokens()) > a and v)
     assert b > a
 
 
@@ -88,10 +96,7 @@ def test_loading_replica_answers_503_until_ready(fleet):
     try:
         assert httpx.get(t.url + "/health", timeout=5.0).status_code == 503
         assert httpx.get(t.metrics_url, timeout=5.0).status_code == 503
-        for _ in range(100):
-            if httpx.get(t.url + "/health", timeout=5.0).status_code == 200:
-                break
-            time.sleep(0.1)
+        eventually(lambda: httpx.get(t.url + "/health", timeout=5.0).status_code == 200)
         assert httpx.get(t.url + "/health", timeout=5.0).status_code == 200
         assert "vllm:kv_cache_usage_perc" in httpx.get(t.metrics_url, timeout=5.0).text
     finally:
@@ -141,7 +146,7 @@ def test_fleet_can_be_restarted():
     try:
         (t,) = f.targets()
         assert httpx.get(t.metrics_url, timeout=5.0).status_code == 200
-        time.sleep(0.3)
+        eventually(lambda: f.clock() > t_stopped)
         assert f.clock() > t_stopped
     finally:
         f.stop()

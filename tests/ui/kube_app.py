@@ -45,10 +45,11 @@ def kube_app(env: Env, *, readonly: bool = False, cluster_kw: dict[str, Any] | N
     return KvwatchApp(Monitor(src), 1.0, autostart=False, readonly=readonly, **app_kw), src
 
 
-async def until(pilot, cond: Callable[[], Any], timeout: float = 10.0, refresh: bool = False, step: float = 0.05,
+async def until(pilot, cond: Callable[[], Any], timeout: float = 30.0, refresh: bool = False, step: float = 0.05,
                 what: Callable[[], str] | None = None) -> Any:
-    """Wait (bounded) until cond() is truthy; with refresh, run one refresh of the app per turn.
-    `what` describes the state when the wait times out."""
+    """Wait (bounded) until cond() is truthy; its value. With refresh, run one refresh of the app
+    per turn. `what` describes the state when the wait times out. The deadline is generous (a
+    busy machine is slower, not different): a test waits for the state it checks, never a time."""
     end = time.monotonic() + timeout
     while True:
         got = cond()

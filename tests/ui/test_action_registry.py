@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from textual.command import CommandPalette
+from textual.command import CommandInput, CommandPalette
 from textual.screen import Screen
 from textual.widgets import OptionList
 
@@ -65,8 +65,16 @@ async def palette_items(pilot, query: str) -> list[str]:
     palette = await until(pilot, lambda: isinstance(pilot.app.screen, CommandPalette) and pilot.app.screen)
     await pilot.press(*query)
     options = palette.query_one(OptionList)
-    await until(pilot, lambda: options.option_count > 0 or palette._list_visible is False, timeout=5)
-    await pilot.pause(0.3)
+
+    def searched() -> bool:
+        """The palette's search for the whole query has finished: its results are all listed."""
+        gathering = [w for w in pilot.app.workers
+                     if w.group == CommandPalette._GATHER_COMMANDS_GROUP and not w.is_finished]
+        return palette.query_one(CommandInput).value == query and not gathering and palette.has_class("-ready")
+
+    await until(pilot, searched)
+    await pilot.pause()
+    await until(pilot, searched)  # still so once the last key's search had its turn
     return [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
 
 

@@ -1,19 +1,21 @@
 """Keys typed at full speed after `/` or `:` belong to the prompt, never to the fleet screen.
 
-A real pty (tests/ui/ptyrun.py): the whole string reaches kvwatch in one read, as from `tmux
-send-keys` or a paste, so the keys are queued before the prompt's input has focus. The demo's
-simulated cluster is behind the app, so a key that leaked through as a hotkey (`r` restart, `e`
-edit args, `s` scale) would open its mutation dialog.
+A real pty (tests/ui/ptyscreen.py): once the fleet table is up, the whole string is written in
+one go, as from `tmux send-keys` or a paste, so the keys are queued before the prompt's input has
+focus. The demo's simulated cluster is behind the app, so a key that leaked through as a hotkey
+(`r` restart, `e` edit args, `s` scale) would open its mutation dialog. The child writes what is
+on screen to $OUT as it changes; the test waits for the state it checks, never for a time.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from typing import Callable
 
-from tests.ui.ptyrun import run_in_pty
+from tests.ui.ptyscreen import PtyScreen
 
-# The demo's pipeline in a child program; a timer writes what is on screen to $OUT and exits.
+# The demo's pipeline in a child program; a timer writes what is on screen to $OUT (atomically).
 CHILD = """
 import json, os
 from tui.app import KvwatchApp
@@ -31,18 +33,21 @@ class App(KvwatchApp):
     CSS_PATH = os.path.join(os.getcwd(), "tui", KvwatchApp.CSS_PATH)  # a class defined in -c has no file
 
     def on_mount(self):  # Textual runs KvwatchApp.on_mount too (handlers run along the MRO)
-        self.set_timer({dump_at}, self.dump)
+        self.set_interval(0.1, self.dump)
 
     def dump(self):
         from textual.widgets import Input
-        inputs = {{}}
+        if len(self.screen_stack) < 2:
+            return
+        inputs = {}
         for screen in self.screen_stack:
             for box in screen.query(Input):
-                inputs[f"{{type(screen).__name__}}#{{box.id}}"] = box.value
+                inputs[f"{type(screen).__name__}#{box.id}"] = box.value
         fleet_screen = self.screen_stack[1]
-        json.dump({{"stack": [type(s).__name__ for s in self.screen_stack], "inputs": inputs,
-                   "filter": fleet_screen.filter, "rows": len(self.monitor.state.replicas)}}, open(out, "w"))
-        self.exit()
+        with open(out + ".tmp", "w") as f:
+            json.dump({"stack": [type(s).__name__ for s in self.screen_stack], "inputs": inputs,
+                       "filter": fleet_screen.filter, "rows": len(self.monitor.state.replicas)}, f)
+        os.replace(out + ".tmp", out)
 
 cluster = SimCluster(fleet, audit=AuditLog(os.environ["AUDIT"]))
 try:
@@ -52,17 +57,32 @@ finally:
 """
 
 
-def _typed(tmp_path, keys: bytes) -> dict:
+def _typed(tmp_path, keys: bytes, handled: Callable[[dict], bool]) -> dict:
+    """What is on screen once `handled(state)` holds, after `keys` were written in one go to a
+    dashboard showing its fleet."""
+    out = tmp_path / "out.json"
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR",)}
     env.update(TERM="xterm-256color", LANG="C.UTF-8", KVWATCH_CONFIG=os.devnull + ".none",
-               OUT=str(tmp_path / "out.json"), AUDIT=str(tmp_path / "audit.jsonl"))
-    run = run_in_pty(CHILD.format(dump_at=6.0), 120, 36, 9.0, env, keys=[(4.0, keys)], quit_key=None)
-    assert (tmp_path / "out.json").exists(), run.output[-2000:]
-    return json.loads((tmp_path / "out.json").read_text())
+               OUT=str(out), AUDIT=str(tmp_path / "audit.jsonl"))
+    last: dict = {}
+
+    def state() -> dict:
+        try:
+            last.update(json.loads(out.read_text()))
+        except (OSError, ValueError):
+            pass
+        return last
+
+    with PtyScreen(CHILD, 120, 36, env) as term:
+        term.wait_for(lambda _: (s := state()) and s["rows"] == 3 and s["stack"][1:] == ["FleetScreen"],
+                      120, "the fleet table with its 3 replicas")
+        os.write(term.fd, keys)  # one write: every key is queued before the first is handled
+        term.wait_for(lambda _: handled(state()), 60, f"the keys {keys!r} handled; last state {last}")
+    return dict(last)
 
 
 def test_filter_typed_at_full_speed_goes_to_the_filter(tmp_path) -> None:
-    seen = _typed(tmp_path, b"/r2-1")
+    seen = _typed(tmp_path, b"/r2-1", lambda s: s["filter"] == "r2-1" or s["stack"][1:] != ["FleetScreen"])
     assert seen["rows"] == 3  # the table had replicas to act on
     assert seen["stack"][1:] == ["FleetScreen"], seen  # no restart (r) confirm dialog
     assert seen["filter"] == "r2-1", seen
@@ -70,13 +90,14 @@ def test_filter_typed_at_full_speed_goes_to_the_filter(tmp_path) -> None:
 
 
 def test_command_typed_at_full_speed_goes_to_the_prompt(tmp_path) -> None:
-    seen = _typed(tmp_path, b":events")
+    seen = _typed(tmp_path, b":events", lambda s: s["inputs"].get("PromptScreen#prompt-input") == "events"
+                  or s["stack"][-1] not in ("FleetScreen", "PromptScreen"))
     assert seen["rows"] == 3
     assert seen["stack"][1:] == ["FleetScreen", "PromptScreen"], seen  # no edit-args (e) form
     assert seen["inputs"]["PromptScreen#prompt-input"] == "events", seen
 
 
 def test_command_and_enter_at_full_speed_runs_the_command(tmp_path) -> None:
-    seen = _typed(tmp_path, b":events\r")
+    seen = _typed(tmp_path, b":events\r", lambda s: s["stack"][-1] not in ("FleetScreen", "PromptScreen"))
     assert seen["stack"][1:] == ["FleetScreen", "EventsScreen"], seen
     assert not (tmp_path / "audit.jsonl").exists() or "restart" not in (tmp_path / "audit.jsonl").read_text()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from textual.widgets import Button
 
 from tests.ui.conftest import make_app, prime
+from tests.ui.kube_app import until
 from tui.core.cluster.base import ActionPlan, Target
 from tui.screens.confirm import ConfirmScreen
 from widgets.flash import FlashBar
@@ -42,8 +43,7 @@ async def test_the_flash_clears_after_its_timeout():
     app = make_app()
     async with app.run_test(size=(120, 36)) as pilot:
         bar = await _flashed(pilot, "theme kvwatch-light", 0.3)
-        await pilot.pause(0.6)
-        assert str(bar.render()).strip() == ""
+        await until(pilot, lambda: str(bar.render()).strip() == "", what=lambda: repr(str(bar.render())))
 
 
 async def test_flashes_over_a_dialog_at_80x24_cover_no_button():

@@ -65,7 +65,9 @@ def rows_with(text: str, word: str) -> int:
     return sum(1 for ln in text.splitlines() if word in ln and NAME.search(ln))
 
 
-SIZES = [(160, 45), (120, 30), (80, 24)]
+# Both tests of a size read one play of the game day (`played`, per process): under pytest-xdist
+# (`--dist loadgroup`) they go to one worker, so each size is played once, not once per test.
+SIZES = [pytest.param((w, h), marks=pytest.mark.xdist_group(f"gameday-pty-{w}x{h}")) for w, h in ((160, 45), (120, 30), (80, 24))]
 _played: dict[tuple[int, int], Watch | AssertionError] = {}
 
 

@@ -5,8 +5,6 @@ while the dashboard keeps running."""
 
 from __future__ import annotations
 
-import asyncio
-
 import json
 
 from textual.widgets import Button, Input, Static
@@ -90,7 +88,15 @@ async def test_restart_scale_rollback_and_an_api_error(env: Env) -> None:
         assert actions == [("restart", True), ("scale", True), ("rollback", True), ("restart", False)]
 
 
-async def test_logs_and_events(env: Env) -> None:
+async def test_logs_and_events(env: Env, monkeypatch) -> None:
+    ticks = [0]  # turns of the logs screen's follow timer
+    follow = LogsScreen._follow
+
+    def counted(self) -> None:
+        ticks[0] += 1
+        follow(self)
+
+    monkeypatch.setattr(LogsScreen, "_follow", counted)
     app, src = kube_app(env)
     async with app.run_test(size=(120, 36)) as pilot:
         pod = await ready(pilot, env, src)
@@ -107,15 +113,16 @@ async def test_logs_and_events(env: Env) -> None:
         # followed live: a new trouble line shows up by itself; space pauses (and says so)
         key = (NS, pod, "vllm", False)
         env.emu.pod_logs[key] += "WARNING Sequence group 9 is preempted by PreemptionMode.RECOMPUTE\n"
-        await until(pilot, lambda: len(logs.logs.lines) == 2, timeout=8)
+        await until(pilot, lambda: len(logs.logs.lines) == 2)
         await pilot.press("space")
         assert not logs.following and "PAUSED" in str(logs.query_one("#logs-title", Static).render())
         env.emu.pod_logs[key] += "ERROR EngineCore_0 died unexpectedly\n"
-        await asyncio.sleep(2.5)
+        seen = ticks[0]
+        await until(pilot, lambda: ticks[0] >= seen + 2)  # the follow timer came round while paused
         await pilot.pause()
         assert len(logs.logs.lines) == 2
         await pilot.press("space")
-        await until(pilot, lambda: len(logs.logs.lines) == 3, timeout=8)
+        await until(pilot, lambda: len(logs.logs.lines) == 3)
         await pilot.press("f")
         await until(pilot, lambda: logs.logs is not None and not logs.logs.filtered)
         assert len(logs.logs.lines) == 5

@@ -54,10 +54,13 @@ async def test_readonly_hides_every_mitigation_key_and_sends_nothing(env: Env) -
             assert app.screen is screen, key  # nothing opened
             assert any(n.startswith(screen_desc(action)) and "read-only" in n for n in notes(app)), key
         # the read keys still work (and read only)
+        loaded = {RolloutScreen: lambda s: s.status is not None, LogsScreen: lambda s: s.logs is not None,
+                  EventsScreen: lambda s: bool(s.events)}
         for key, kind in (("z", RolloutScreen), ("l", LogsScreen), ("v", EventsScreen)):
             await pilot.press(key)
-            await until(pilot, lambda kind=kind: isinstance(app.screen, kind))
-            await pilot.pause(0.2)
+            # read: what the screen shows came back from the API server (an error would say so)
+            await until(pilot, lambda kind=kind: isinstance(app.screen, kind) and app.screen.error is None
+                        and loaded[kind](app.screen), what=lambda: f"{app.screen!r} error {getattr(app.screen, 'error', '')}")
             await pilot.press("escape")
             await until(pilot, lambda: app.screen is screen)
         await pilot.press("question_mark")

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
+from tests.ui.kube_app import until
 from tests.ui.recordings import phases, write_log
 from tui.app import KvwatchApp
 from tui.core.export import fleet_json
@@ -25,8 +24,18 @@ def log(tmp_path):
     return path
 
 
-def replay_app(path, speed=1.0, autostart=False) -> KvwatchApp:
-    src = ReplaySource.open(path, speed)
+class Clock:
+    """The playback's wall clock, moved by the test (a busy machine must not change the replay)."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def replay_app(path, speed=1.0, autostart=False, clock=None) -> KvwatchApp:
+    src = ReplaySource.open(path, speed, **({"clock": clock} if clock else {}))
     return KvwatchApp(Monitor(src), src.interval, autostart=autostart, mode="replay")
 
 
@@ -109,21 +118,31 @@ async def test_seek_prompt_goes_to_a_time_and_explains_a_typo(log):
 
 
 async def test_playing_runs_to_the_end_at_speed_and_p_pauses(log):
-    app = replay_app(log, speed=200.0, autostart=True)
+    clock = Clock()
+    app = replay_app(log, speed=200.0, autostart=True, clock=clock)
     src = app.monitor.source
+    loops = [0]  # turns of the app's replay loop
+    advance = app.replay.advance
+
+    async def counted() -> int:
+        loops[0] += 1
+        return await advance()
+
+    app.replay.advance = counted
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause(0.3)
+        clock.t += 0.1  # 20 s of recording at 200x: four polls of 5 s
+        await until(pilot, lambda: src.pos >= 2, what=lambda: f"pos {src.pos}")
         await pilot.press("p")
         assert not src.playing and "replay paused" in header(app)
         paused_at = src.pos
-        await pilot.pause(0.5)
+        assert not src.at_end
+        clock.t += 10.0  # far past the end, had it kept playing
+        turns = loops[0]
+        await until(pilot, lambda: loops[0] >= turns + 2)  # the replay loop looked, twice
         assert src.pos == paused_at
         await pilot.press("p")
-        for _ in range(100):
-            if src.at_end and not src.playing:
-                break
-            await asyncio.sleep(0.05)
-        assert src.at_end and not src.playing
+        clock.t += 10.0
+        await until(pilot, lambda: src.at_end and not src.playing, what=lambda: f"pos {src.pos}, playing {src.playing}")
         await pilot.pause()
         assert fleet_json(app.screen.state) == expected(log, 60)
         assert any("end of the recording" in str(n.message) for n in app._notifications)

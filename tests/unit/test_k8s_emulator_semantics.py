@@ -313,11 +313,17 @@ async def test_watch_sends_bookmarks_and_a_forced_410(kube: Kube) -> None:
         for ev in w.stream(kube.core.list_namespaced_pod, NS, resource_version=rv, allow_watch_bookmarks=True, timeout_seconds=3, _request_timeout=10):
             seen.append((ev["type"], ev["raw_object"]))
 
+    async def until(cond) -> None:
+        end = asyncio.get_running_loop().time() + 30
+        while not cond():
+            assert asyncio.get_running_loop().time() < end, seen
+            await asyncio.sleep(0.01)
+
     task = asyncio.create_task(asyncio.to_thread(run))
-    await asyncio.sleep(0.3)
+    await until(lambda: kube.emu._watchers)  # the watch is open
     at = kube.emu._rv
     kube.emu.bookmark()
-    await asyncio.sleep(0.3)
+    await until(lambda: seen)  # the bookmark reached the client
     kube.emu.expire_watches()
     with pytest.raises(ApiException) as e:
         await task

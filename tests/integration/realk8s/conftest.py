@@ -17,6 +17,17 @@ import pytest
 from .common import Cluster, find_realk8s
 
 
+HERE = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (`--dist loadgroup`, as .ci/test runs it) every test here goes to one
+    worker, so the session's control plane starts once, not once per worker."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.xdist_group("realk8s"))
+
+
 @pytest.fixture(scope="session")
 def realk8s(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     home, why = find_realk8s()

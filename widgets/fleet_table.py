@@ -129,6 +129,7 @@ def short_reason(v: ReplicaView) -> str:
     # an HTTP answer first: its body's words ("HTTP 500: engine dead: CUDA error", cut by the
     # cell) may mention a reset or a timeout the transport never had
     http = re.match(r"HTTP (\d{3})(?: \([^)]*\))?(: .*)?$", err)
+    word: str | None
     if http:
         word = f"HTTP {http.group(1)}{http.group(2) or ''}"
     else:

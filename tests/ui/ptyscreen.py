@@ -52,6 +52,7 @@ class PtyScreen:
         self.fd = -1
         self.captures = 0
         self._held = b""  # bytes of a frame not yet ended (after its SYNC_START)
+        self.recent: list[bytes] = []  # the last reads, raw: what a failed check was drawn from
 
     def __enter__(self) -> "PtyScreen":
         pid, fd = pty.fork()
@@ -98,6 +99,7 @@ class PtyScreen:
             return False
         if not data:
             return False
+        self.recent = [*self.recent[-5:], data]
         if SYNC_QUERY in data:
             os.write(self.fd, SYNC_REPLY)
         data, self._held = self._held + data, b""

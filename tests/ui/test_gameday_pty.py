@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Callable
 
 import pytest
 
@@ -42,8 +43,11 @@ class Watch:
         self.judged: set[str] = set()
         self.overloaded: set[str] = set()
         self.false_healthy: list[str] = []
+        self.previous: list[str] = []  # the capture before this one
+        self.evidence: list[str] = []  # the first false "healthy": that capture and the one before
         self.after_overloaded: set[str] = set()  # of those, lines of replicas once shown overloaded
         self.incident = True  # until the scale-out that ends it is confirmed
+        self.raw: Callable[[], list[bytes]] = lambda: []  # the terminal's last reads (set by the player)
 
     def __call__(self, lines: list[str]) -> None:
         for ln in lines:
@@ -57,8 +61,12 @@ class Watch:
                     self.overloaded.add(name)
             elif "healthy" in ln and name in self.judged and self.incident:
                 self.false_healthy.append(ln.rstrip())
+                if not self.evidence:
+                    self.evidence = ["-- capture before --", *self.previous, "-- capture --", *lines,
+                                     "-- the last reads, raw --", repr(b"".join(self.raw())[-3000:])]
                 if name in self.overloaded:
                     self.after_overloaded.add(ln.rstrip())
+        self.previous = list(lines)
 
 
 def rows_with(text: str, word: str) -> int:
@@ -90,6 +98,7 @@ def _play(tmp_path, size: tuple[int, int]) -> Watch:
                KVWATCH_CONFIG=str(tmp_path / "none.toml"), AUDIT=str(tmp_path / "audit.jsonl"))
     watch = Watch()
     with PtyScreen(CHILD, cols, rows, env, on_capture=watch) as term:
+        watch.raw = lambda: term.recent
         # wait for the red banner, with most of the fleet pressured
         term.wait_for(lambda t: "KV-CACHE PRESSURE" in t and rows_with(t, "kv-pressure") >= 3, 240, "the banner")
         term.press("enter")  # the evidence of the selected (worst) replica
@@ -139,7 +148,7 @@ def test_the_readme_game_day_at_the_keyboard_ends_recovered(tmp_path_factory, si
     # an overloaded replica (a queue that persists) is never shown healthy during the incident,
     # ctrl+r or not
     overloaded = [ln for ln in watch.false_healthy if ln in watch.after_overloaded]
-    assert not overloaded, overloaded[:5]
+    assert not overloaded, "\n".join([*overloaded[:5], *watch.evidence])
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -147,4 +156,4 @@ def test_no_capture_shows_a_judged_replica_healthy(tmp_path_factory, size) -> No
     watch = played(tmp_path_factory, size)
     if isinstance(watch, AssertionError):
         pytest.skip("the game day did not reach its end (its own test says why)")
-    assert not watch.false_healthy, watch.false_healthy[:5]
+    assert not watch.false_healthy, "\n".join([*watch.false_healthy[:5], *watch.evidence])

@@ -424,7 +424,7 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
                 ev["waiting"] = replace(wait, text=f"{wait.text} (older vLLM: not split by reason)")
         else:
             drop.add("waiting")
-            if wait.value is not None and wait.value != wcap.value:
+            if isinstance(wait.value, (int, float)) and wait.value != wcap.value:
                 ev["wcap"] = replace(wcap, text=f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
     keys = [k for k in first if k in ev] + [k for k in ev if k not in first]
     return [ev[k] for k in keys if k not in drop]

@@ -55,9 +55,17 @@ class KvFooter(Footer):
             return  # the same keys: a rebuild would only cost the time of one
         await super().recompose()
 
-    @staticmethod
-    def _narrow(width: int) -> bool:
-        return width < 100
+    PALETTE_W = 13  # "^p palette", its padding and the border before it
+
+    def _narrow(self, width: int) -> bool:
+        """Close up the keys and leave out the docked palette key below 100 columns, or when
+        the keys at their full spacing would run under it (many keys at 120 cut the last one)."""
+        if width < 100:
+            return True
+        app = self.app
+        need = sum(len(app.get_key_display(b)) + len(b.description) + 3  # "k desc" + padding 1 + 1
+                   for _key, (_ns, b, _enabled, _tip) in self.screen.active_bindings.items() if b.show)
+        return need + self.PALETTE_W > width
 
     def on_resize(self) -> None:
         narrow = self._narrow(self.size.width)

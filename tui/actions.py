@@ -115,7 +115,7 @@ ACTIONS: tuple[Action, ...] = (
     _a("confirm_ok", "enter,y", "confirm", "Confirm", "confirm", palette=False),
     # a modal screen stops the app's keys: the dialog binds the app's help itself (same id)
     _a("help", "question_mark", "help", "Help", "confirm", palette=False),
-    _a("confirm_cancel", "escape,n", "cancel", "Cancel", "confirm", palette=False),
+    _a("confirm_cancel", "escape", "cancel", "Cancel", "confirm", palette=False),
     _a("rollout_back", "escape", "app.pop_screen", "Back", "rollout", palette=False),
     _a("rollout_refresh", "ctrl+r", "refresh_rollout", "Refresh", "rollout", refines=("refresh",)),
     _a("events_back", "escape", "app.pop_screen", "Back", "events", palette=False),

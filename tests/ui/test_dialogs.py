@@ -88,24 +88,3 @@ async def test_scale_prompt_says_enter_and_esc():
         await pilot.pause()
         text = " ".join(str(s.render()) for s in screen.query(Static))
         assert "enter" in text and "esc" in text, text
-
-
-async def test_n_cancels_like_esc_but_is_text_in_the_typed_name(tmp_path):
-    """`n` answers the y/n question the hint asks; in a production dialog the target's name is
-    typed, and an `n` in it is a letter of the name, never a cancel."""
-    fleet, cluster = sim(tmp_path)
-    app = demo_like_app(tmp_path)
-    async with app.run_test(size=SIZE) as pilot:
-        dialog, results = await _open(pilot, cluster, fleet)
-        assert "esc/n cancel" in str(dialog.query_one("#confirm-keys", Static).render())
-        await pilot.press("n")
-        await wait(pilot, lambda: results)
-        assert results == [False]
-        plan = await cluster.plan_edit_args(EditArgsRequest(fleet.namespace, DEP, {}, preset="seqs-50"))
-        prod: list = []
-        dialog = ConfirmScreen(plan, production=True)
-        await pilot.app.push_screen(dialog, prod.append)
-        await pilot.pause()
-        await pilot.press("n")
-        await wait(pilot, lambda: dialog.query_one("#confirm-name").value == "n")
-        assert prod == [] and app.screen is dialog

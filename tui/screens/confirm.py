@@ -128,8 +128,7 @@ class ConfirmScreen(ModalScreen[bool]):
             ok = "type the name, enter confirms"
         else:
             ok = "enter/y confirm"
-        cancel = "esc cancel" if self.production else "esc/n cancel"  # n is a letter of the name there
-        return f"{ok} · {cancel} · pgdn/↓ scroll · ? help"
+        return f"{ok} · esc cancel · pgdn/↓ scroll · ? help"
 
     def on_mount(self) -> None:
         self.set_class(self.production, "-production")

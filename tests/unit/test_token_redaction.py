@@ -45,3 +45,11 @@ def test_redact_masks_authorization_values_and_known_secrets() -> None:
     checked_token("rememb-Ered-77\n", "x")
     assert redact("odd library text rememb-Ered-77 here") == "odd library text <redacted> here"
     assert "rememb" not in str(SourceError("quoting rememb-Ered-77"))
+
+
+def test_redact_leaves_out_a_urls_userinfo_wherever_it_appears() -> None:
+    # an httpx or proxy message may quote the URL it was given, credentials and all
+    said = redact("ConnectError for url 'https://ops:hunter2@vllm-0:8000/metrics' via http://u:p@proxy:3128")
+    assert "hunter2" not in said and "u:p@" not in said, said
+    assert "https://vllm-0:8000/metrics" in said and "http://proxy:3128" in said, said
+    assert redact("mail ops@example.com") == "mail ops@example.com"  # not a URL: kept

@@ -30,6 +30,7 @@ _AUTH = re.compile(
     r"(?i)((?:proxy-)?authorization\b['\"]?\s*[:=,]\s*['\"]?(?:bearer|basic|token)?\s*|(?-i:\bBearer)\s+)"
     r"[^\s'\",;)}\]]+"
 )
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")  # a URL's user:password@
 _SECRETS: set[str] = set()
 
 
@@ -41,7 +42,8 @@ def remember_secret(value: str) -> None:
 
 
 def redact(text: object) -> str:
-    """`text` with Authorization values and known secrets replaced by <redacted>."""
+    """`text` with Authorization values and known secrets replaced by <redacted>, and any URL's
+    userinfo (user:password@) left out."""
     s = "" if text is None else str(text)
     for secret in sorted(_SECRETS, key=len, reverse=True):
         if secret in s:
@@ -49,4 +51,5 @@ def redact(text: object) -> str:
         rep = repr(secret)[1:-1]  # as a bytes/str repr would show it
         if rep != secret and rep in s:
             s = s.replace(rep, REDACTED)
+    s = _USERINFO.sub(r"\1", s) if "@" in s else s
     return _AUTH.sub(lambda m: m.group(1) + REDACTED, s)

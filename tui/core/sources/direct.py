@@ -16,7 +16,6 @@ import codecs
 import errno
 import functools
 import os
-import re
 import socket
 import ssl
 import sys
@@ -220,7 +219,6 @@ def retry_after_s(value: str | None, now: float | None = None) -> float | None:
 
 
 EXCERPT_MAX = 100  # characters of an error answer's first line kept as the reason
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]*@")
 
 
 def error_excerpt(raw: bytes) -> str:
@@ -229,7 +227,7 @@ def error_excerpt(raw: bytes) -> str:
     known secrets) masked."""
     text = raw.decode("utf-8", errors="replace")
     line = next((x.strip() for x in text.splitlines() if x.strip()), "")
-    return clean(redact(_USERINFO.sub(r"\1", line)), EXCERPT_MAX)
+    return clean(redact(line), EXCERPT_MAX)
 
 
 def status_error(status: int, headers: Mapping[str, str], body: bytes = b"") -> ScrapeError:

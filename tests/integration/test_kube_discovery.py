@@ -11,6 +11,7 @@ import pytest
 
 from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
 from tests.k8s_emulator import vllm_deployment
+from tests.waits import eventually
 from tui.core.cluster.base import ClusterError
 from tui.core.cluster.kube import KubeCluster
 from tui.core.sources.kube import ClusterSource
@@ -107,14 +108,6 @@ async def test_all_namespaces(env: Env) -> None:
     assert names == {(NS, "llama"), ("other", "mistral")}
     assert any(x.path == "/api/v1/pods" for x in env.emu.calls)
     assert await c.list_namespaces() == ["other", NS]
-
-
-async def eventually(cond, timeout: float = 30.0) -> None:
-    """Until cond() holds (polled; a generous deadline: a busy machine is slower, not different)."""
-    end = asyncio.get_running_loop().time() + timeout
-    while not cond():
-        assert asyncio.get_running_loop().time() < end, "condition not met within the deadline"
-        await asyncio.sleep(0.02)
 
 
 async def _next(gen, typ: str, timeout: float = 5.0):

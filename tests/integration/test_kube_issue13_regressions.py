@@ -13,6 +13,7 @@ from typing import Any
 from tests.integration.kube_env import NS, Env, env, make_env  # noqa: F401 - fixture
 from tests.integration.test_kube_discovery import PAGE
 from tests.k8s_emulator import res, vllm_deployment, vllm_statefulset
+from tests.waits import eventually
 from tui.core.cluster.base import EditArgsRequest
 from tui.core.sources.kube import ClusterSource
 
@@ -369,9 +370,10 @@ async def test_api_calls_during_an_exec_do_not_go_over_the_websocket(env: Env) -
     env.emu.fail("GET", r"/exec$", 500, "exec is slow to connect", delay=1.0)
     exec_task = asyncio.create_task(c.exec_in_pod(NS, pod, "vllm", ["nvidia-smi"]))
     try:
-        while not any(x.path.endswith("/exec") for x in env.emu.calls):  # the exec is connecting
-            assert not exec_task.done(), exec_task
-            await asyncio.sleep(0.01)
+        # the exec is connecting (still: a done task would have given up before the list)
+        await eventually(lambda: exec_task.done() or any(x.path.endswith("/exec") for x in env.emu.calls),
+                         what="the exec request")
+        assert not exec_task.done(), exec_task
         pods = await c.list_pods(NS)
         assert {p.name for p in pods} == {p["metadata"]["name"] for p in env.pods()}
     finally:

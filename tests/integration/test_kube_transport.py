@@ -15,6 +15,7 @@ import pytest
 from tests.integration.kube_env import NS, Env, env, make_env  # noqa: F401 - fixture
 from tests.integration.test_kube_discovery import PAGE
 from tests.k8s_emulator import vllm_deployment
+from tests.waits import eventually
 from tui.core.cluster.base import EditArgsRequest
 from tui.core.export import fleet_json
 from tui.core.monitor import Monitor
@@ -121,14 +122,13 @@ async def test_overlapping_execs_leave_lists_and_patches_on_plain_http(env: Env)
     pods = [p["metadata"]["name"] for p in env.pods()]
     env.emu.fail("GET", r"/exec$", 500, "exec is slow to connect", delay=0.6)
 
-    async def execs_arrived(n: int) -> None:
-        while sum(1 for x in env.emu.calls if x.path.endswith("/exec")) < n:
-            await asyncio.sleep(0.01)
+    def execs_arrived(n: int) -> bool:
+        return sum(1 for x in env.emu.calls if x.path.endswith("/exec")) >= n
 
     first = asyncio.create_task(c.exec_in_pod(NS, pods[0], "vllm", ["nvidia-smi"]))
-    await asyncio.wait_for(execs_arrived(1), 30)
+    await eventually(lambda: execs_arrived(1), what="the first exec")
     second = asyncio.create_task(c.exec_in_pod(NS, pods[1], "vllm", ["nvidia-smi"]))  # ends after the first
-    await asyncio.wait_for(execs_arrived(2), 30)
+    await eventually(lambda: execs_arrived(2), what="the second exec")
     during = await c.list_pods(NS)  # both execs are connecting
     assert (await c.scale(NS, "llama", 3)).ok
     for t in (first, second):
@@ -285,8 +285,8 @@ async def test_256_pods_through_the_proxy_keep_the_budget_while_a_plan_takes_und
         return sum(1 for x in env.emu.calls if "/proxy/" in x.path)
 
     async def plan_meanwhile() -> None:
-        while proxied_now() < 80:  # the fleet is being scraped: two seconds of the budget asked
-            await asyncio.sleep(0.05)
+        # the fleet is being scraped: two seconds of the budget asked
+        await eventually(lambda: proxied_now() >= 80, step=0.05, what="80 proxied scrapes")
         t0 = time.monotonic()
         plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64}))
         plan_s.append(time.monotonic() - t0)
@@ -333,8 +333,8 @@ async def test_a_plan_does_not_wait_behind_slow_scrapes(env: Env) -> None:
     await src.start()
     polling = asyncio.create_task(src.poll())
     try:
-        while env.emu.proxy_inflight < 1:  # the scrapes are under way, held by the slow pages
-            await asyncio.sleep(0.01)
+        # the scrapes are under way, held by the slow pages
+        await eventually(lambda: env.emu.proxy_inflight >= 1, what="a scrape in flight")
         t0 = time.monotonic()
         plan = await c.plan_edit_args(EditArgsRequest(NS, "llama", {"max-num-seqs": 64}))
         took = time.monotonic() - t0

@@ -9,17 +9,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.waits import eventually_sync as eventually
 from tui.core.sim.args import EngineArgs
 from tui.core.sim.fleet import SimFleet
-
-
-def eventually(cond, timeout: float = 30.0):
-    """cond()'s value once truthy (polled; a generous deadline: a busy machine is slower, not different)."""
-    end = time.monotonic() + timeout
-    while not (v := cond()):
-        assert time.monotonic() < end, "condition not met within the deadline"
-        time.sleep(0.05)
-    return v
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,13 @@ expose stays absent (None / missing key), never 0: renamed and removed names are
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+import operator
+from typing import Any, Callable, Iterable
 
 from ..model import EngineSample, GpuDevice, GpuProcess, GpuSample, Histogram, Sample
 from . import names
-from .lora import LORA_INFO, lora_info
-from .parser import Labels, Page, SampleRow, histogram_series, parse
+from .lora import LORA_INFO, lora_from_rows
+from .parser import Labels, Page, SeriesKey, histogram_series, parse
 
 # Unlabelled process series kept in Sample.extra (restart detection, API-server memory).
 EXTRA = ("process_start_time_seconds", "process_resident_memory_bytes")
@@ -82,118 +83,246 @@ def parse_dcgm(text: str) -> Page:
 # -- vLLM --------------------------------------------------------------------------------------
 
 
-def _engine_rows(page: Page, name: str) -> list[SampleRow]:
-    """Rows of one name from vLLM engines, without production-stack router series."""
-    return [row for row in page.get(name) if "server" not in row[0] or not _is_router(row[0])]
-
-
-def _first_exposed(page: Page, candidates: Iterable[str]) -> str | None:
-    for name in candidates:
-        for _ in _engine_rows(page, name):
-            return name
-    return None
-
-
 # Engines kept apart per replica: a page with a label explosion (90k `engine` values) would
 # otherwise keep 90k engine records per scrape in the history. The rest become one aggregate.
 MAX_ENGINES = 64
 OTHER_ENGINES = "(other)"
 
-
-def _distinct_rows(rows: list[SampleRow], dup: list[int]) -> list[SampleRow]:
-    """Rows with each label set once, keeping its last value (as Prometheus ingests a page
-    with a repeated series); the number of repeats is added to dup[0]."""
-    if len(rows) < 2:
-        return rows
-    last = {labels: i for i, (labels, _) in enumerate(rows)}
-    if len(last) == len(rows):
-        return rows
-    dup[0] += len(rows) - len(last)
-    return [rows[i] for i in sorted(last.values())]
+# Canonical names to_sample adds beside names.SCALARS (they start from 0.0 and add up rows).
+_ADDED = ("requests_aborted", "waiting_capacity", "waiting_deferred")
+assert not set(_ADDED) & set(names.SCALARS)
 
 
 def to_sample(page: Page) -> Sample:
     """A vLLM page in canonical names. Engines are keyed by the `engine` label ("" when absent);
-    `engines` is empty when the page has no vLLM engine series at all."""
-    values: dict[str, dict[str, float]] = {}  # engine -> canonical -> value
-    hists: dict[str, dict[str, Histogram]] = {}
+    `engines` is empty when the page has no vLLM engine series at all.
+
+    Where each value goes (which engine, which canonical name, summed or the worst, which
+    histogram slot) depends only on the page's series (names and labels) and on which values
+    are NaN: that is the page's plan (_build_plan), and reading the values through it
+    (_apply) is the rest. A replica exposes the same series in the same order on every
+    scrape, and replicas of one model the same ones, so a page without NaN whose series are
+    those of a page read before reuses that page's plan; any other page gets a plan of its own.
+    """
+    keys, vals = page.rows()
+    total = sum(vals)
+    if total != total:  # a NaN (or +Inf beside -Inf): a plan for this page alone
+        return _apply(_build_plan(keys, frozenset(i for i, v in enumerate(vals) if v != v)), vals, page.families)
+    slot = (len(keys), id(keys[0]), id(keys[-1])) if keys else (0, 0, 0)
+    plan = _PAGE_PLANS.get(slot)
+    # The parser hands every page the same (name, labels) tuple for a series, and the plan
+    # holds its page's tuples (so their ids are not reused): equal lists compare item by item
+    # by identity, any other list by value.
+    if plan is None or plan.keys != keys:
+        plan = _build_plan(keys, frozenset())
+        if len(_PAGE_PLANS) >= 1024:
+            _PAGE_PLANS.clear()
+        _PAGE_PLANS[slot] = plan
+    return _apply(plan, vals, page.families)
+
+
+# A histogram part: (bounds, the bucket values by row index -> tuple, +Inf taken from _count,
+# the _sum row or None, the _count row or None, the +Inf row or -1)
+_Part = tuple[tuple[float, ...], Callable[[list[float]], tuple[float, ...]], bool, int | None, int | None, int]
+# A scalar: (canonical name, how rows combine: "sum" | "max" | "add0" (0.0 + each), row indices)
+_Op = tuple[str, str, tuple[int, ...]]
+
+
+class _PagePlan:
+    """Where each kept row of a page goes (see to_sample); built by _build_plan."""
+
+    __slots__ = ("keys", "scalars", "hists", "hist_only", "bound", "model_name", "v1", "names_v0",
+                 "cache_config", "cpu", "extra", "warnings", "lora")
+
+    keys: list[SeriesKey]
+    # per engine, in the order engines appear: (engine, canonical names, their first rows'
+    # values -> tuple, the scalars that combine several rows)
+    scalars: list[tuple[str, tuple[str, ...], Callable[[list[float]], tuple[float, ...]], list[_Op]]]
+    hists: list[tuple[str, str, tuple[_Part, ...]]]  # (engine, canonical name, parts added up)
+    hist_only: list[str]  # engines with histograms and no scalar
+    bound: bool  # more than MAX_ENGINES engines: the rest as one aggregate
+    model_name: str | None
+    v1: bool  # an engine label, or a V1 marker among the sample names
+    names_v0: bool  # a V0 marker among the sample names
+    cache_config: dict[str, str]
+    cpu: int | None
+    extra: list[tuple[str, int]]
+    warnings: tuple[str, ...]
+    lora: list[tuple[int, Labels]]
+
+
+# (row count, id of the first and of the last (name, labels)) -> the plan of a page read before
+_PAGE_PLANS: dict[tuple[int, int, int], _PagePlan] = {}
+
+
+def _getter(idx: tuple[int, ...]) -> Callable[[list[float]], tuple[float, ...]]:
+    """values -> tuple of the values at `idx` (itemgetter, which gives a bare item for one)."""
+    if len(idx) > 1:
+        return operator.itemgetter(*idx)
+    if idx:
+        i = idx[0]
+        return lambda v: (v[i],)
+    return lambda v: ()
+
+
+def _build_plan(keys: list[SeriesKey], nan: frozenset[int]) -> _PagePlan:
+    """The plan of a page whose kept rows are `keys`, the rows in `nan` holding NaN."""
+    by_name: dict[str, list[tuple[int, Labels]]] = {}
+    for i, (name, labels) in enumerate(keys):
+        rows = by_name.get(name)
+        if rows is None:
+            rows = by_name[name] = []
+        rows.append((i, labels))
+
+    def engine_rows(name: str) -> list[tuple[int, Labels]]:
+        """Rows of one name from vLLM engines, without production-stack router series."""
+        return [r for r in by_name.get(name, ()) if "server" not in r[1] or not _is_router(r[1])]
+
+    ops: dict[str, dict[str, list[Any]]] = {}  # engine -> canonical -> [how, [row, ...]]
     model_name: str | None = None
     saw_engine_label = False
     summed = Sample._SUMMED
-    dup = [0]  # repeated series (same name and labels) on the page
+    dup = 0  # repeated series (same name and labels) on the page
 
     for canon, candidates in names.SCALARS.items():
-        exposed = _first_exposed(page, candidates)
+        exposed = next((n for n in candidates if engine_rows(n)), None)
         if exposed is None:
             continue
-        for labels, v in _distinct_rows(_engine_rows(page, exposed), dup):
-            if v != v:  # NaN: the server has no value to give
+        rows, repeats = _distinct_rows(engine_rows(exposed))
+        dup += repeats
+        for i, labels in rows:
+            if i in nan:  # NaN: the server has no value to give
                 continue
             eng = labels.get("engine", "")
             saw_engine_label |= "engine" in labels
             if model_name is None:
                 model_name = labels.get("model_name")
-            ev = values.setdefault(eng, {})
+            ev = ops.setdefault(eng, {})
             if canon in ev:
                 # Several series per engine (finished_reason, ...): sum counts, worst ratio.
-                ev[canon] = ev[canon] + v if canon in summed else max(ev[canon], v)
+                ev[canon][1].append(i)
             else:
-                ev[canon] = v
+                ev[canon] = ["sum" if canon in summed else "max", [i]]
 
     # requests clients abandoned (finished_reason="abort"): the scale-out arithmetic counts them
     # as demand, not as served capacity
-    for labels, v in _engine_rows(page, names.REQUESTS_SUCCESS):
-        if labels.get("finished_reason") != "abort" or v != v:
-            continue
-        ev = values.setdefault(labels.get("engine", ""), {})
-        ev["requests_aborted"] = ev.get("requests_aborted", 0.0) + v
+    added: list[tuple[str, int, str]] = [
+        (labels.get("engine", ""), i, "requests_aborted") for i, labels in engine_rows(names.REQUESTS_SUCCESS)
+        if labels.get("finished_reason") == "abort" and i not in nan]
+    added += [(labels.get("engine", ""), i, "waiting_" + labels["reason"])
+              for i, labels in engine_rows(names.WAITING_BY_REASON)
+              if labels.get("reason") in ("capacity", "deferred") and i not in nan]
+    for eng, i, key in added:
+        ev = ops.setdefault(eng, {})
+        if key in ev:
+            ev[key][1].append(i)
+        else:
+            ev[key] = ["add0", [i]]
 
-    for labels, v in _engine_rows(page, names.WAITING_BY_REASON):
-        reason = labels.get("reason")
-        if reason not in ("capacity", "deferred") or v != v:
-            continue
-        eng = labels.get("engine", "")
-        ev = values.setdefault(eng, {})
-        key = "waiting_" + reason
-        ev[key] = ev.get(key, 0.0) + v
-
+    hists: list[tuple[str, str, tuple[_Part, ...]]] = []
     for canon, bases in _READ_HISTS.items():
         for base in bases:
-            per_engine = _histograms(page, base)
+            per_engine = _hist_parts(by_name, base)
             if per_engine:
-                for eng, h in per_engine.items():
-                    hists.setdefault(eng, {})[canon] = h
+                hists += [(eng, canon, tuple(parts)) for eng, parts in per_engine.items()]
                 break
 
     cache_config: dict[str, str] = {}
-    for labels, _ in sorted(_engine_rows(page, names.CACHE_CONFIG), key=lambda r: r[0].get("engine", "")):
+    for _, labels in sorted(engine_rows(names.CACHE_CONFIG), key=lambda r: r[1].get("engine", "")):
         cache_config = {k: v for k, v in labels.items() if k not in ("engine", "model_name")}
         break
 
-    for eng in hists:
-        values.setdefault(eng, {})
+    plan = _PagePlan()
+    plan.keys = keys
+    plan.scalars = []
+    for eng, ev in ops.items():
+        canons = tuple(ev)
+        plan.scalars.append((eng, canons, _getter(tuple(ev[c][1][0] for c in canons)),
+                             [(c, how, tuple(idx)) for c, (how, idx) in ev.items() if how == "add0" or len(idx) > 1]))
+    plan.hists = hists
+    plan.hist_only = [eng for eng in dict.fromkeys(eng for eng, _, _ in hists) if eng not in ops]
+    n_engines = len(ops) + len(plan.hist_only)
     warnings: list[str] = []
-    if dup[0]:
-        warnings.append(f"duplicate series on the page: {dup[0]} series repeated (last value kept)")
-    if len(values) > MAX_ENGINES:
-        warnings.append(f"{len(values)} engines on the page: {MAX_ENGINES - 1} kept apart, the rest as {OTHER_ENGINES}")
-        values, hists = _bound_engines(values, hists, summed)
-    engines = {eng: EngineSample(values=vals, hists=hists.get(eng, {})) for eng, vals in values.items()}
+    if dup:
+        warnings.append(f"duplicate series on the page: {dup} series repeated (last value kept)")
+    plan.bound = n_engines > MAX_ENGINES
+    if plan.bound:
+        warnings.append(f"{n_engines} engines on the page: {MAX_ENGINES - 1} kept apart, the rest as {OTHER_ENGINES}")
+    plan.warnings = tuple(warnings)
     if model_name is None:
-        model_name = _any_model_name(page)
+        model_name = _any_model_name(engine_rows)
+    plan.model_name = model_name
+    plan.v1 = saw_engine_label or not by_name.keys().isdisjoint(V1_MARKERS)
+    plan.names_v0 = not by_name.keys().isdisjoint(V0_MARKERS)
+    plan.cache_config = cache_config
+    plan.cpu = _unlabelled_row(by_name, names.PROCESS_CPU, nan)
+    plan.extra = [(n, i) for n in EXTRA if (i := _unlabelled_row(by_name, n, nan)) is not None]
+    plan.lora = by_name.get(LORA_INFO, [])
+    return plan
 
-    cpu = _unlabelled(page, names.PROCESS_CPU)
-    extra = {n: x for n in EXTRA if (x := _unlabelled(page, n)) is not None}
+
+def _apply(plan: _PagePlan, vals: list[float], families: dict[str, str]) -> Sample:
+    """The Sample of a page laid out as `plan` says, from its values."""
+    values: dict[str, dict[str, float]] = {}
+    for eng, canons, first, multi in plan.scalars:
+        ev = dict(zip(canons, first(vals), strict=True))  # every name in its place, first rows
+        for canon, how, idx in multi:
+            if how == "max":
+                v = vals[idx[0]]
+                for i in idx[1:]:
+                    v = max(v, vals[i])
+            else:
+                v = 0.0 + vals[idx[0]] if how == "add0" else vals[idx[0]]
+                for i in idx[1:]:
+                    v = v + vals[i]
+            ev[canon] = v
+        values[eng] = ev
+    hists: dict[str, dict[str, Histogram]] = {}
+    for eng, canon, parts in plan.hists:
+        h: Histogram | None = None
+        for bounds, cum, inf_from_count, sum_row, count_row, inf_row in parts:
+            count = vals[count_row] if count_row is not None else None
+            counts = cum(vals)
+            if inf_from_count:
+                counts += (count,)  # type: ignore[operator]  # a plan takes +Inf from _count only where there is one
+            part = Histogram(bounds, counts, vals[sum_row] if sum_row is not None else math.nan,
+                             count if count is not None else vals[inf_row])
+            h = part if h is None else h + part  # several series in one engine: add up
+        hists.setdefault(eng, {})[canon] = h  # type: ignore[assignment]  # a plan's parts are never empty
+    for eng in plan.hist_only:
+        values[eng] = {}
+    if plan.bound:
+        values, hists = _bound_engines(values, hists, Sample._SUMMED)
+    engines = {eng: EngineSample(values=ev, hists=hists.get(eng, {})) for eng, ev in values.items()}
+    if not engines:
+        generation = "unknown"
+    elif plan.v1 or not families.keys().isdisjoint(V1_MARKERS):
+        generation = "v1"
+    elif plan.names_v0 or not families.keys().isdisjoint(V0_MARKERS):
+        generation = "v0"
+    else:
+        generation = "unknown"
     return Sample(
         engines=engines,
-        generation=_generation(page, saw_engine_label) if engines else "unknown",
-        model_name=model_name,
-        cache_config=cache_config,
-        process_cpu_seconds=cpu,
-        extra=extra,
-        warnings=tuple(warnings),
-        lora=lora_info(page),
+        generation=generation,
+        model_name=plan.model_name,
+        cache_config=plan.cache_config,
+        process_cpu_seconds=vals[plan.cpu] if plan.cpu is not None else None,
+        extra={n: vals[i] for n, i in plan.extra},
+        warnings=plan.warnings,
+        lora=lora_from_rows([(labels, vals[i]) for i, labels in plan.lora]) if plan.lora else None,
     )
+
+
+def _distinct_rows(rows: list[tuple[int, Labels]]) -> tuple[list[tuple[int, Labels]], int]:
+    """Rows with each label set once, keeping its last value (as Prometheus ingests a page
+    with a repeated series), and the number of repeats."""
+    if len(rows) < 2:
+        return rows, 0
+    last = {labels: j for j, (_, labels) in enumerate(rows)}
+    if len(last) == len(rows):
+        return rows, 0
+    return [rows[j] for j in sorted(last.values())], len(rows) - len(last)
 
 
 def _engine_order(eng: str) -> tuple[Any, ...]:
@@ -223,10 +352,10 @@ def _bound_engines(values: dict[str, dict[str, float]], hists: dict[str, dict[st
     return new_values, new_hists
 
 
-def _any_model_name(page: Page) -> str | None:
+def _any_model_name(engine_rows: Callable[[str], list[tuple[int, Labels]]]) -> str | None:
     for name in _READ_HISTS.values():
         for base in name:
-            for labels, _ in _engine_rows(page, base + "_count"):
+            for _, labels in engine_rows(base + "_count"):
                 if "model_name" in labels:
                     return str(labels["model_name"])
     return None
@@ -239,75 +368,42 @@ def _unlabelled(page: Page, name: str) -> float | None:
     return None
 
 
-def _generation(page: Page, saw_engine_label: bool) -> str:
-    present = page.samples.keys() | page.families.keys()
-    if saw_engine_label or not present.isdisjoint(V1_MARKERS):
-        return "v1"
-    if not present.isdisjoint(V0_MARKERS):
-        return "v0"
-    return "unknown"
+def _unlabelled_row(by_name: dict[str, list[tuple[int, Labels]]], name: str, nan: frozenset[int]) -> int | None:
+    for i, labels in by_name.get(name, ()):
+        if not labels and i not in nan:
+            return i
+    return None
 
 
-def _histograms(page: Page, base: str) -> dict[str, Histogram]:
-    """One Histogram per engine for a base name; empty when the page has no buckets for it."""
+def _hist_parts(by_name: dict[str, list[tuple[int, Labels]]], base: str) -> dict[str, list[_Part]]:
+    """Per engine, the parts of one histogram base name (several series in one engine are
+    added up); empty when the page has no buckets for it."""
     bucket_name, sum_name, count_name = histogram_series(base)
-    rows = page.get(bucket_name)
-    if not rows:
-        return {}
-    plan = _bucket_plan(bucket_name, rows)
-    if not plan:
-        return {}
-    sums = {labels.hist_key()[0]: v for labels, v in page.get(sum_name)}
-    counts = {labels.hist_key()[0]: v for labels, v in page.get(count_name)}
-    out: dict[str, Histogram] = {}
-    for ident, eng, bounds, idx, inf_row in plan:
-        count = counts.get(ident)
-        if inf_row >= 0:
-            cum = tuple([rows[j][1] for j in idx])
-        elif count is None:
-            continue  # neither +Inf nor _count: the total is unknown
-        else:
-            cum = tuple([rows[j][1] if j >= 0 else count for j in idx])  # -1: +Inf from _count
-        h = Histogram(bounds=bounds, counts=cum, sum=sums.get(ident, math.nan),
-                      count=count if count is not None else rows[inf_row][1])
-        prev = out.get(eng)
-        out[eng] = h if prev is None else prev + h  # several series in one engine: add up
-    return out
-
-
-# (ident, engine, bounds, row index per bound, the +Inf row); index -1: +Inf taken from _count
-_Plan = list[tuple[tuple[Any, ...], str, tuple[float, ...], tuple[int, ...], int]]
-# Which bucket row goes where depends only on the rows' label sets, and parsed label sets are
-# shared between pages (parser's series cache): every scrape of every replica of one model
-# repeats the same list, so the layout is worked out once and reused while the labels match.
-_PLANS: dict[tuple[str, int, int], tuple[list[Labels], _Plan]] = {}
-
-
-def _bucket_plan(bucket_name: str, rows: list[Any]) -> _Plan:
-    labels = [r[0] for r in rows]
-    key = (bucket_name, len(labels), id(labels[0]))
-    hit = _PLANS.get(key)
-    if hit is not None and hit[0] == labels:
-        return hit[1]
     # series identity (labels without le) -> {le bound: row index}; a repeated row: the last
     by_ident: dict[tuple[Any, ...], dict[float, int]] = {}
-    for j, lab in enumerate(labels):
+    for i, lab in by_name.get(bucket_name, ()):
         ident, bound = lab.hist_key()
         if bound is None or ("server" in lab and _is_router(lab)):
             continue
-        by_ident.setdefault(ident, {})[bound] = j
-    plan: _Plan = []
+        by_ident.setdefault(ident, {})[bound] = i
+    if not by_ident:
+        return {}
+    sums = {labels.hist_key()[0]: i for i, labels in by_name.get(sum_name, ())}
+    counts = {labels.hist_key()[0]: i for i, labels in by_name.get(count_name, ())}
+    out: dict[str, list[_Part]] = {}
     for ident, by_le in by_ident.items():
-        inf_row = by_le.setdefault(_INF, -1)
+        inf_row = by_le.setdefault(_INF, -1)  # -1: +Inf taken from _count
+        count_row = counts.get(ident)
+        if inf_row < 0 and count_row is None:
+            continue  # neither +Inf nor _count: the total is unknown
         bounds = tuple(sorted(by_le))
         if len(_BOUNDS) > 1000:
             _BOUNDS.clear()
         bounds = _BOUNDS.setdefault(bounds, bounds)
-        plan.append((ident, dict(ident).get("engine", ""), bounds, tuple(by_le[b] for b in bounds), inf_row))
-    if len(_PLANS) > 4096:
-        _PLANS.clear()
-    _PLANS[key] = (labels, plan)
-    return plan
+        rows = tuple(j for b in bounds if (j := by_le[b]) >= 0)  # +Inf, the last bound, may be -1
+        part = (bounds, _getter(rows), inf_row < 0, sums.get(ident), count_row, inf_row)
+        out.setdefault(dict(ident).get("engine", ""), []).append(part)
+    return out
 
 
 # Bucket layouts repeat on every scrape of every replica: share one tuple per layout, since

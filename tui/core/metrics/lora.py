@@ -8,7 +8,7 @@ lists the old combinations too; the newest (largest timestamp) is the current on
 
 from __future__ import annotations
 
-from .parser import Page
+from .parser import Page, SampleRow
 
 LORA_INFO = "vllm:lora_requests_info"
 
@@ -19,8 +19,13 @@ def _names(text: str | None) -> tuple[str, ...]:
 
 def lora_info(page: Page) -> tuple[int | None, tuple[str, ...], tuple[str, ...]] | None:
     """(max_lora, running adapters, waiting adapters) of the newest series; None without one."""
+    return lora_from_rows(page.get(LORA_INFO))
+
+
+def lora_from_rows(rows: list[SampleRow]) -> tuple[int | None, tuple[str, ...], tuple[str, ...]] | None:
+    """lora_info of the page's `vllm:lora_requests_info` rows."""
     best = None
-    for labels, v in page.get(LORA_INFO):
+    for labels, v in rows:
         if v == v and (best is None or v > best[1]):
             best = (labels, v)
     if best is None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 from typing import Any, Collection, Iterable, NoReturn
 
 __all__ = [
@@ -74,30 +73,78 @@ NO_LABELS = Labels()
 
 # One sample: its labels and its value. Timestamps are syntax-checked and dropped.
 SampleRow = tuple[Labels, float]
+# One series: its sample name and labels.
+SeriesKey = tuple[str, Labels]
 
 
-@dataclass(slots=True)
 class Page:
     """One parsed exposition page.
 
     samples: exposed sample name (e.g. `vllm:num_preemptions_total`, `x_bucket`) -> list of
-        (labels, value) in page order. Only names that were wanted are present.
+        (labels, value) in page order. Only names that were wanted are present. Built on first
+        use from `keys` and `values`, the kept rows in page order: (name, labels) and the value.
+        The parser's (name, labels) tuples are shared by every page exposing that series, so a
+        page laid out as an earlier one has a list of the same objects (extract's page plans).
     families: family name -> type ("counter", "gauge", "histogram", ...) from `# TYPE` lines,
         for every family on the page (wanted or not).
     errors: (line number, reason) for malformed lines, at most MAX_ERRORS of them;
         error_count counts them all.
     """
 
-    samples: dict[str, list[SampleRow]] = field(default_factory=dict)
-    families: dict[str, str] = field(default_factory=dict)
-    errors: list[tuple[int, str]] = field(default_factory=list)
-    error_count: int = 0
+    __slots__ = ("_samples", "_keys", "_values", "families", "errors", "error_count")
+
+    def __init__(self, samples: dict[str, list[SampleRow]] | None = None, families: dict[str, str] | None = None,
+                 errors: list[tuple[int, str]] | None = None, error_count: int = 0) -> None:
+        self._samples = samples
+        self._keys: list[SeriesKey] | None = None if samples is not None else []
+        self._values: list[float] | None = None if samples is not None else []
+        self.families = {} if families is None else families
+        self.errors = [] if errors is None else errors
+        self.error_count = error_count
+
+    @property
+    def samples(self) -> dict[str, list[SampleRow]]:
+        out = self._samples
+        if out is None:
+            out = {}
+            for (name, labels), v in zip(self._keys, self._values, strict=True):  # type: ignore[arg-type]
+                rows = out.get(name)
+                if rows is None:
+                    rows = out[name] = []
+                rows.append((labels, v))
+            self._samples = out
+        return out
+
+    def rows(self) -> tuple[list[SeriesKey], list[float]]:
+        """The kept rows in page order: ((name, labels) per row, value per row). Once `samples`
+        was built, it is what the rows say (a caller may have changed it)."""
+        if self._samples is None:
+            return self._keys, self._values  # type: ignore[return-value]
+        keys: list[SeriesKey] = []
+        values: list[float] = []
+        for name, rows in self._samples.items():
+            for labels, v in rows:
+                keys.append((name, labels))
+                values.append(v)
+        return keys, values
 
     def get(self, name: str) -> list[SampleRow]:
         return self.samples.get(name, [])
 
     def names(self) -> set[str]:
         return set(self.samples)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Page):
+            return NotImplemented
+        return (self.samples, self.families, self.errors, self.error_count) == (
+            other.samples, other.families, other.errors, other.error_count)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"Page(samples={self.samples!r}, families={self.families!r}, errors={self.errors!r}, "
+                f"error_count={self.error_count!r})")
 
 
 MAX_ERRORS = 100
@@ -137,15 +184,14 @@ def histogram_series(base: str) -> tuple[str, str, str]:
 def parse(text: str, wanted: Collection[str] | None = None) -> Page:
     """Parse exposition text; keep only samples whose name is in `wanted` (None = all)."""
     page = Page()
-    samples = page.samples
+    add_key = page._keys.append  # type: ignore[union-attr]
+    add_value = page._values.append  # type: ignore[union-attr]
     families = page.families
     cache_get = _SERIES_CACHE.get
     keep_all = wanted is None
     want: Collection[str] = () if wanted is None else wanted  # keep_all: wanted is None
     if "\r" in text:
         text = text.replace("\r\n", "\n")
-    last_name: str | None = None
-    last_rows: list[SampleRow] = []
     lineno = 0
     for line in text.split("\n"):
         lineno += 1
@@ -173,19 +219,20 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 else:
                     _comment(line, lineno, page)
             continue
-        # Fast path: the line is a series seen before (`name{labels}`), one space and the
-        # value. The cache holds only exact `name{labels}` texts, so a hit means the text after
-        # the last space is the whole value; anything else goes the exact way (`_read_line`).
+        # Fast path: the line is a series seen before (`name{labels}`, or a bare `name`), one
+        # space and the value. The cache holds only exact `name{labels}` / `name` texts, so a
+        # hit means the text after the last space is the whole value; anything else goes the
+        # exact way (`_read_line`).
         prefix, _, tail = line.rpartition(" ")
         hit = cache_get(prefix)
         if hit is not None:
-            name, labels = hit
+            name = hit[0]
             if keep_all:
                 if name.endswith("_created"):
                     continue
             elif name not in want:
                 continue
-            if labels is None or "_" in tail:
+            if hit[1] is None or "_" in tail:
                 hit = None
             else:
                 try:
@@ -196,13 +243,9 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
             row = _read_line(line, prefix, lineno, page, want, keep_all)
             if row is None:
                 continue
-            name, labels, value = row
-        if name is not last_name:
-            last_rows = samples.get(name)  # type: ignore[assignment]
-            if last_rows is None:
-                last_rows = samples[name] = []
-            last_name = name
-        last_rows.append((labels, value))  # type: ignore[arg-type]  # a hit without labels became a miss above
+            hit, value = row
+        add_key(hit)  # type: ignore[arg-type]  # a hit without labels became a miss above
+        add_value(value)
     return page
 
 
@@ -221,7 +264,7 @@ def _unwanted(name: str, wanted: Collection[str], keep_all: bool) -> bool:
 
 
 def _read_line(line: str, prefix: str, lineno: int, page: Page, wanted: Collection[str],
-               keep_all: bool) -> tuple[str, Labels, float] | None:
+               keep_all: bool) -> tuple[SeriesKey, float] | None:
     """The exact reading of a sample line (None: skipped, or malformed and reported);
     `prefix` is the line's text before its last space."""
     if line[0] in _BLANK or line[-1] in " \t\r":
@@ -238,8 +281,7 @@ def _read_line(line: str, prefix: str, lineno: int, page: Page, wanted: Collecti
         if hit is not None and hit[1] is not None:
             # Seen before: this prefix is a complete `name{labels}`, and the rest of
             # the line holds no brace, so it is the value (and maybe a timestamp).
-            name, labels = hit[0], hit[1]
-            if _unwanted(name, wanted, keep_all):
+            if _unwanted(hit[0], wanted, keep_all):
                 return None
             tail = line[r + 1 :]
             try:
@@ -248,7 +290,7 @@ def _read_line(line: str, prefix: str, lineno: int, page: Page, wanted: Collecti
                 value = float(tail)
             except ValueError:
                 value = _value(tail.split(), 0)
-            return name, labels, value
+            return hit, value  # type: ignore[return-value]
         if "{" in line:
             name = line[: line.find("{")]
             if " " in name or "\t" in name:
@@ -269,7 +311,14 @@ def _read_line(line: str, prefix: str, lineno: int, page: Page, wanted: Collecti
             if _METRIC_NAME.fullmatch(name) is None:
                 raise _Malformed("invalid metric name")
             _remember_name(name)
-        return name, NO_LABELS, _value(parts, 1)
+        value = _value(parts, 1)
+        # A valid bare name is its own `name{labels}` prefix: its next `name value` line is
+        # read by the fast path.
+        key = _SERIES_CACHE.get(name)
+        if key is None or key[1] is None:
+            key = (name, NO_LABELS)
+            _cache_put(name, key)
+        return key, value  # type: ignore[return-value]
     except _Malformed as e:
         _error(page, lineno, str(e))
         return None
@@ -338,7 +387,7 @@ def _split_name(line: str) -> str:
     return m.group()
 
 
-def _slow_sample(line: str) -> tuple[str, Labels, float]:
+def _slow_sample(line: str) -> tuple[SeriesKey, float]:
     """Exact parse of one sample line with a label set; caches its `name{labels}` prefix."""
     m = _METRIC_NAME.match(line)
     if m is None:
@@ -352,7 +401,7 @@ def _slow_sample(line: str) -> tuple[str, Labels, float]:
         # `name value # {exemplar}`: the brace belongs to an exemplar.
         if i == m.end():
             raise _Malformed("invalid metric name")
-        return name, NO_LABELS, _value(line[i:].split(), 0)
+        return (name, NO_LABELS), _value(line[i:].split(), 0)
     labels: dict[str, str] = {}
     i += 1
     while True:
@@ -394,9 +443,9 @@ def _slow_sample(line: str) -> tuple[str, Labels, float]:
         raise _Malformed(f"expected ',' or '}}' at column {i + 1}")
     end = i + 1
     value = _value(line[end:].split(), 0)
-    frozen = Labels(labels) if labels else NO_LABELS
-    _cache_put(line[:end], (name, frozen))
-    return name, frozen, value
+    key = (name, Labels(labels) if labels else NO_LABELS)
+    _cache_put(line[:end], key)
+    return key, value
 
 
 def _cache_put(prefix: str, entry: tuple[str, Labels | None]) -> None:

@@ -18,8 +18,9 @@ A malformed line is skipped and reported in `Page.errors`; parsing never raises 
 from __future__ import annotations
 
 import math
+import operator
 import re
-from typing import Any, Collection, Iterable, NoReturn
+from typing import Any, Callable, Collection, Iterable, NoReturn, Sequence
 
 __all__ = [
     "Labels",
@@ -182,7 +183,39 @@ def histogram_series(base: str) -> tuple[str, str, str]:
 
 
 def parse(text: str, wanted: Collection[str] | None = None) -> Page:
-    """Parse exposition text; keep only samples whose name is in `wanted` (None = all)."""
+    """Parse exposition text; keep only samples whose name is in `wanted` (None = all).
+
+    With `wanted` a frozenset, a page laid out as one read before (see _Template) is read
+    through that page's template: the same lines in the same places, only values differ.
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    lines = text.split("\n")
+    if not isinstance(wanted, frozenset):
+        return _parse_lines(text, lines, wanted, None)
+    slot = (wanted, len(lines))
+    templates = _TEMPLATES.get(slot)
+    if templates is not None:
+        for template in templates:
+            page = template.read(lines)
+            if page is not None:
+                return page
+    learn: list[Any] = []
+    page = _parse_lines(text, lines, wanted, learn)
+    if learn:
+        if templates is None:
+            if len(_TEMPLATES) >= 256:
+                _TEMPLATES.clear()
+            templates = _TEMPLATES[slot] = []
+        templates.insert(0, _Template(learn, page, lines))
+        del templates[_TEMPLATES_PER_SLOT:]
+    return page
+
+
+def _parse_lines(text: str, lines: list[str], wanted: Collection[str] | None, learn: list[Any] | None) -> Page:
+    """The exact parse of `text` (split into `lines`). With `learn` given, each line's template
+    record is appended to it (see _Template), or it is left empty when some line took the
+    exact way (a series not seen before, an odd line): that page makes no template."""
     page = Page()
     add_key = page._keys.append  # type: ignore[union-attr]
     add_value = page._values.append  # type: ignore[union-attr]
@@ -190,20 +223,26 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
     cache_get = _SERIES_CACHE.get
     keep_all = wanted is None
     want: Collection[str] = () if wanted is None else wanted  # keep_all: wanted is None
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
+    record = learn.append if learn is not None else None
     lineno = 0
-    for line in text.split("\n"):
+    for line in lines:
         lineno += 1
         if not line:
+            if record:
+                record(_EQUAL)
             continue
         if line[0] == "#":
             if line.startswith("# HELP"):
+                if record:
+                    record(_HELP)
                 continue  # a plain comment (never `# EOF` or `# TYPE`)
             known = _TYPE_LINES.get(line)
             if known is not None:  # this exact TYPE line was read and found valid before
                 families[known[0]] = known[1]
+                if record:
+                    record(_EQUAL)
                 continue
+            record = None
             if line.startswith("# EOF") and not line[5:].strip():
                 # OpenMetrics' end of the page: nothing after it is part of it
                 if _rest_has_text(text, lineno):
@@ -231,6 +270,8 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                 if name.endswith("_created"):
                     continue
             elif name not in want:
+                if record:
+                    record(prefix)  # an unwanted series
                 continue
             if hit[1] is None or "_" in tail:
                 hit = None
@@ -239,14 +280,110 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
                     value = float(tail)
                 except ValueError:
                     hit = None
+                else:
+                    if record:
+                        record(hit)  # a kept series: its prefix is the text of its key
+                        record(prefix)
         if hit is None:
+            record = None
             row = _read_line(line, prefix, lineno, page, want, keep_all)
             if row is None:
                 continue
             hit, value = row
         add_key(hit)  # type: ignore[arg-type]  # a hit without labels became a miss above
         add_value(value)
+    if learn is not None and record is None:
+        learn.clear()
     return page
+
+
+# Template records (see _Template): a blank or TYPE line read again only when equal, a HELP line.
+_EQUAL = object()
+_HELP = object()
+
+
+def tuple_getter(idx: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """items -> tuple of the items at `idx` (itemgetter, which gives a bare item for one)."""
+    if len(idx) > 1:
+        return operator.itemgetter(*idx)
+    if idx:
+        i = idx[0]
+        return lambda v: (v[i],)
+    return lambda v: ()
+
+
+class _Template:
+    """What reading a page line by line found, to read a page laid out the same way at once.
+
+    A page whose every line took the fast way (a HELP line, a TYPE line read before, a blank
+    line, a series seen before with one space and the value) is read the same way again by
+    any page with as many lines where each line starts as that page's did: a HELP line with
+    `# HELP`; a series with its `name{labels}` text and a space, the rest being the value
+    (float(), no `_`, as the fast path reads it; any other rest sends the page the exact
+    way); a blank or TYPE line equal to it. Those are exactly the lines the line-by-line
+    reading would read the same way: an unwanted series' line is skipped there whatever
+    follows its prefix, a wanted one's value is the same float of the same text. So the
+    page is the same, and costs C-level passes over the lines (startswith, itemgetter,
+    float) instead of Python code per line. Replicas of one model share templates.
+    """
+
+    __slots__ = ("starts", "equal", "equal_texts", "kept", "cuts", "keys", "families")
+
+    def __init__(self, learn: list[Any], page: Page, lines: list[str]) -> None:
+        starts: list[str] = []
+        equal: list[int] = []
+        kept: list[int] = []
+        cuts: list[slice] = []
+        keys: list[SeriesKey] = []
+        key: SeriesKey | None = None
+        for rec in learn:
+            if rec.__class__ is tuple:  # a kept series' key, its prefix next
+                key = rec
+                continue
+            i = len(starts)
+            if rec is _EQUAL:
+                equal.append(i)
+                starts.append("")
+            elif rec is _HELP:
+                starts.append("# HELP")
+            else:
+                starts.append(rec + " ")
+                if key is not None:
+                    kept.append(i)
+                    cuts.append(slice(len(rec) + 1, None))
+                    keys.append(key)
+                    key = None
+        self.starts = starts
+        self.equal = tuple_getter(equal)
+        self.equal_texts = self.equal(lines)
+        self.kept = tuple_getter(kept)
+        self.cuts = cuts
+        self.keys = keys
+        self.families = page.families.copy()
+
+    def read(self, lines: list[str]) -> Page | None:
+        """The page of `lines`, or None when they are not laid out as this template's."""
+        if not all(map(str.startswith, lines, self.starts)):
+            return None
+        if self.equal(lines) != self.equal_texts:
+            return None
+        tails = list(map(operator.getitem, self.kept(lines), self.cuts))
+        if "_" in "".join(tails):
+            return None
+        try:
+            values = list(map(float, tails))
+        except ValueError:
+            return None
+        page = Page()
+        page._keys = self.keys
+        page._values = values
+        page.families = self.families.copy()
+        return page
+
+
+# (wanted names, line count) -> templates, the newest first
+_TEMPLATES: dict[tuple[frozenset[str], int], list[_Template]] = {}
+_TEMPLATES_PER_SLOT = 8
 
 
 def _rest_has_text(text: str, lineno: int) -> bool:
@@ -306,6 +443,8 @@ def _read_line(line: str, prefix: str, lineno: int, page: Page, wanted: Collecti
         parts = line.split()
         name = parts[0]
         if _unwanted(name, wanted, keep_all):
+            if prefix == name and not keep_all:
+                _cache_put(prefix, (name, None))  # skipped at once next time, as a labelled one
             return None
         if name not in _VALID_NAMES:
             if _METRIC_NAME.fullmatch(name) is None:

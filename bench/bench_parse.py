@@ -2,8 +2,10 @@
 
     .venv/bin/python bench/bench_parse.py [--repeat 5] [--against OTHER_CHECKOUT]
 
-Prints milliseconds per page. "warm" = the series cache already holds this page's label sets
-(every scrape after the first); "cold" = cache cleared before each parse (first scrape). The
+Prints milliseconds per page. "warm" = the series cache already holds this page's label sets,
+and the page's template and plan are made (every scrape after the first two); "line by line" =
+warm, without the template (the way a page not laid out as one read before is read, e.g. after
+a new label value); "cold" = caches, templates and plans cleared before each parse (first scrape). The
 floor (bench/floor.py: a stdlib regex splitting every sample into name, labels and value, and
 float() of each value) is timed on the same page, and kvwatch's parse given as a ratio to it.
 `--against PATH` times another checkout's parser (its tui/core/metrics/parser.py) on the same
@@ -26,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families  # noqa: E40
 from floor import tokenise  # noqa: E402
 from realpage import render_v1_page  # noqa: E402
 
-from tui.core.metrics import parser  # noqa: E402
+from tui.core.metrics import extract, parser  # noqa: E402
 from tui.core.metrics.extract import VLLM_WANTED, to_sample  # noqa: E402
 
 
@@ -98,13 +100,18 @@ def bench_page(page: str, repeat: int) -> None:
     def cold(fn):
         def run():
             parser._SERIES_CACHE.clear()
+            getattr(parser, "_TEMPLATES", {}).clear()
+            getattr(extract, "_PAGE_PLANS", {}).clear()
             return fn()
         return run
+
+    line_by_line = set(VLLM_WANTED)  # not a frozenset: never read through a template
 
     rows = [
         ("kvwatch parse, all names (warm)", lambda: parser.parse(page), 500),
         ("kvwatch parse, wanted names (warm)", lambda: parser.parse(page, VLLM_WANTED), 500),
         ("kvwatch parse + to_sample (warm)", lambda: to_sample(parser.parse(page, VLLM_WANTED)), 500),
+        ("kvwatch parse, wanted names (line by line)", lambda: parser.parse(page, line_by_line), 500),
         ("kvwatch parse, wanted names (cold)", cold(lambda: parser.parse(page, VLLM_WANTED)), 100),
         ("prometheus_client text_string_to_metric_families", lambda: list(text_string_to_metric_families(page)), 30),
     ]

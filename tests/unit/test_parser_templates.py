@@ -110,7 +110,7 @@ def _pair(draw):
     return text, wanted, "\n".join(changed)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_pair())
 def test_differential_templates_against_line_by_line(case):
     text, wanted, changed = case
@@ -128,3 +128,8 @@ def test_templates_are_bounded():
         for _ in range(3):
             parse(page, frozenset({f"m{n}"}))
     assert all(len(t) <= parser._TEMPLATES_PER_SLOT for t in _TEMPLATES.values())
+    for n in range(parser._TEMPLATES_MAX + 3):
+        page = "# TYPE m gauge\n" + "m 1\n" * (n + 1)
+        for _ in range(3):
+            parse(page, frozenset({"m"}))
+    assert 0 < sum(map(len, _TEMPLATES.values())) <= parser._TEMPLATES_MAX

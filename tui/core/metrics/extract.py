@@ -115,8 +115,8 @@ def to_sample(page: Page) -> Sample:
     # by identity, any other list by value.
     if plan is None or plan.keys != keys:
         plan = _build_plan(keys, frozenset())
-        if len(_PAGE_PLANS) >= 1024:
-            _PAGE_PLANS.clear()
+        if len(_PAGE_PLANS) >= 128:
+            _PAGE_PLANS.clear()  # ~50 KB each for a real-size page
         _PAGE_PLANS[slot] = plan
     return _apply(plan, vals, page.families)
 

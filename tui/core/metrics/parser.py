@@ -203,9 +203,10 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
     learn: list[Any] = []
     page = _parse_lines(text, lines, wanted, learn)
     if learn:
+        if sum(map(len, _TEMPLATES.values())) >= _TEMPLATES_MAX:
+            _TEMPLATES.clear()  # ~60 KB each for a real-size page
+            templates = None
         if templates is None:
-            if len(_TEMPLATES) >= 256:
-                _TEMPLATES.clear()
             templates = _TEMPLATES[slot] = []
         templates.insert(0, _Template(learn, page, lines))
         del templates[_TEMPLATES_PER_SLOT:]
@@ -384,6 +385,7 @@ class _Template:
 # (wanted names, line count) -> templates, the newest first
 _TEMPLATES: dict[tuple[frozenset[str], int], list[_Template]] = {}
 _TEMPLATES_PER_SLOT = 8
+_TEMPLATES_MAX = 64
 
 
 def _rest_has_text(text: str, lineno: int) -> bool:

@@ -7,13 +7,12 @@ expose stays absent (None / missing key), never 0: renamed and removed names are
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any, Callable, Iterable
 
 from ..model import EngineSample, GpuDevice, GpuProcess, GpuSample, Histogram, Sample
 from . import names
 from .lora import LORA_INFO, lora_from_rows
-from .parser import Labels, Page, SeriesKey, histogram_series, parse
+from .parser import Labels, Page, SeriesKey, histogram_series, parse, tuple_getter
 
 # Unlabelled process series kept in Sample.extra (restart detection, API-server memory).
 EXTRA = ("process_start_time_seconds", "process_resident_memory_bytes")
@@ -155,16 +154,6 @@ class _PagePlan:
 _PAGE_PLANS: dict[tuple[int, int, int], _PagePlan] = {}
 
 
-def _getter(idx: tuple[int, ...]) -> Callable[[list[float]], tuple[float, ...]]:
-    """values -> tuple of the values at `idx` (itemgetter, which gives a bare item for one)."""
-    if len(idx) > 1:
-        return operator.itemgetter(*idx)
-    if idx:
-        i = idx[0]
-        return lambda v: (v[i],)
-    return lambda v: ()
-
-
 def _build_plan(keys: list[SeriesKey], nan: frozenset[int]) -> _PagePlan:
     """The plan of a page whose kept rows are `keys`, the rows in `nan` holding NaN."""
     by_name: dict[str, list[tuple[int, Labels]]] = {}
@@ -237,7 +226,7 @@ def _build_plan(keys: list[SeriesKey], nan: frozenset[int]) -> _PagePlan:
     plan.scalars = []
     for eng, ev in ops.items():
         canons = tuple(ev)
-        plan.scalars.append((eng, canons, _getter(tuple(ev[c][1][0] for c in canons)),
+        plan.scalars.append((eng, canons, tuple_getter(tuple(ev[c][1][0] for c in canons)),
                              [(c, how, tuple(idx)) for c, (how, idx) in ev.items() if how == "add0" or len(idx) > 1]))
     plan.hists = hists
     plan.hist_only = [eng for eng in dict.fromkeys(eng for eng, _, _ in hists) if eng not in ops]
@@ -401,7 +390,7 @@ def _hist_parts(by_name: dict[str, list[tuple[int, Labels]]], base: str) -> dict
             _BOUNDS.clear()
         bounds = _BOUNDS.setdefault(bounds, bounds)
         rows = tuple(j for b in bounds if (j := by_le[b]) >= 0)  # +Inf, the last bound, may be -1
-        part = (bounds, _getter(rows), inf_row < 0, sums.get(ident), count_row, inf_row)
+        part = (bounds, tuple_getter(rows), inf_row < 0, sums.get(ident), count_row, inf_row)
         out.setdefault(dict(ident).get("engine", ""), []).append(part)
     return out
 

@@ -196,9 +196,11 @@ def parse(text: str, wanted: Collection[str] | None = None) -> Page:
     slot = (wanted, len(lines))
     templates = _TEMPLATES.get(slot)
     if templates is not None:
-        for template in templates:
+        for n, template in enumerate(templates):
             page = template.read(lines)
             if page is not None:
+                if n:
+                    templates.insert(0, templates.pop(n))  # the newest first: tried first
                 return page
     learn: list[Any] = []
     page = _parse_lines(text, lines, wanted, learn)
@@ -384,7 +386,7 @@ class _Template:
 
 # (wanted names, line count) -> templates, the newest first
 _TEMPLATES: dict[tuple[frozenset[str], int], list[_Template]] = {}
-_TEMPLATES_PER_SLOT = 8
+_TEMPLATES_PER_SLOT = 4  # a page laid out as none of them costs a try of each
 _TEMPLATES_MAX = 64
 
 

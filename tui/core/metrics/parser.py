@@ -4,7 +4,10 @@ Why not prometheus_client's parser: it costs 4.5-6 ms on a real vLLM V1 page, ov
 per refresh of 256 replicas (bench/bench_parse.py prints both). This one skips unwanted series
 by name before looking at their labels, and remembers parsed `name{labels}` prefixes: a replica
 exposes the same series on every scrape (and replicas of one model expose the same label
-sets), so after the first scrape a sample line costs a dict lookup and a float().
+sets), so after the first scrape a sample line costs a dict lookup and a float(). From the
+third scrape on, a page laid out as one read before is read through that page's template
+(_Template): a few C-level passes over its lines, the same result as reading it line by line
+(tests/unit/test_parser_templates.py).
 
 Exactness (checked against prometheus_client by tests/unit/test_parser.py): label values with
 `\\\\`, `\\"` and `\\n` escapes (other backslashes kept literally, as prometheus_client does) and

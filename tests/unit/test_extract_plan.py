@@ -178,3 +178,18 @@ def test_random_mutations_of_a_real_page():
         page = "\n".join(new)
         assert after(base, page) == cold(page)
         assert after(page, base) == cold(base)
+
+
+def test_a_page_whose_samples_were_changed_is_read_as_changed():
+    # Page.samples is built on first use from the parser's flat rows; once built, it is the page
+    page = parse_vllm(B)
+    assert page.get("vllm:num_requests_running")[0][1] == 12.0
+    del page.samples["vllm:num_requests_running"]
+    assert to_sample(page).value("running") is None
+    assert to_sample(parse_vllm(B)).value("running") == 12.0
+
+
+def test_a_page_built_from_samples_reads_as_parsed():
+    parsed = parse_vllm(B)
+    built = extract.Page(samples={k: list(v) for k, v in parsed.samples.items()}, families=dict(parsed.families))
+    assert repr(to_sample(built)) == repr(to_sample(parse_vllm(B)))

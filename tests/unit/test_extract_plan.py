@@ -193,3 +193,17 @@ def test_a_page_built_from_samples_reads_as_parsed():
     parsed = parse_vllm(B)
     built = extract.Page(samples={k: list(v) for k, v in parsed.samples.items()}, families=dict(parsed.families))
     assert repr(to_sample(built)) == repr(to_sample(parse_vllm(B)))
+
+
+def test_a_page_with_nan_reuses_the_plan_of_its_nan_rows_only():
+    nan = replace_value(B, "vllm:num_requests_running{", "NaN")
+    other_nan = replace_value(B, "vllm:num_requests_waiting{", "NaN")
+    extract._PAGE_PLANS.clear()
+    to_sample(parse_vllm(nan))
+    plans = dict(extract._PAGE_PLANS)
+    again = to_sample(parse_vllm(replace_value(nan, "vllm:num_requests_waiting{", "3.0")))
+    assert extract._PAGE_PLANS == plans  # the same series, the same NaN row: reused
+    assert again.value("running") is None and again.value("waiting") == 3.0
+    s = to_sample(parse_vllm(other_nan))  # another NaN row: a plan of its own
+    assert s.value("running") == 12.0 and s.value("waiting") is None
+    assert repr(s) == cold(other_nan)

@@ -100,20 +100,19 @@ def to_sample(page: Page) -> Sample:
     histogram slot) depends only on the page's series (names and labels) and on which values
     are NaN: that is the page's plan (_build_plan), and reading the values through it
     (_apply) is the rest. A replica exposes the same series in the same order on every
-    scrape, and replicas of one model the same ones, so a page without NaN whose series are
+    scrape, and replicas of one model the same ones, so a page whose series and NaN rows are
     those of a page read before reuses that page's plan; any other page gets a plan of its own.
     """
     keys, vals = page.rows()
-    total = sum(vals)
-    if total != total:  # a NaN (or +Inf beside -Inf): a plan for this page alone
-        return _apply(_build_plan(keys, frozenset(i for i, v in enumerate(vals) if v != v)), vals, page.families)
-    slot = (len(keys), id(keys[0]), id(keys[-1])) if keys else (0, 0, 0)
+    total = sum(vals)  # NaN when a value is (or +Inf beside -Inf)
+    nan = frozenset(i for i, v in enumerate(vals) if v != v) if total != total else _NO_NAN
+    slot = (len(keys), id(keys[0]) if keys else 0, id(keys[-1]) if keys else 0, nan)
     plan = _PAGE_PLANS.get(slot)
     # The parser hands every page the same (name, labels) tuple for a series, and the plan
     # holds its page's tuples (so their ids are not reused): equal lists compare item by item
     # by identity, any other list by value.
     if plan is None or plan.keys != keys:
-        plan = _build_plan(keys, frozenset())
+        plan = _build_plan(keys, nan)
         if len(_PAGE_PLANS) >= 128:
             _PAGE_PLANS.clear()  # ~50 KB each for a real-size page
         _PAGE_PLANS[slot] = plan
@@ -150,8 +149,10 @@ class _PagePlan:
     lora: list[tuple[int, Labels]]
 
 
-# (row count, id of the first and of the last (name, labels)) -> the plan of a page read before
-_PAGE_PLANS: dict[tuple[int, int, int], _PagePlan] = {}
+# (row count, id of the first and of the last (name, labels), the NaN rows) -> the plan of a
+# page read before
+_PAGE_PLANS: dict[tuple[int, int, int, frozenset[int]], _PagePlan] = {}
+_NO_NAN: frozenset[int] = frozenset()
 
 
 def _build_plan(keys: list[SeriesKey], nan: frozenset[int]) -> _PagePlan:

@@ -20,7 +20,12 @@ History is the product's default (600 s), so RSS keeps growing for ten minutes a
 its PYTHONPATH): a key press waits for the callback running when it arrives, so the longest one
 in the window, and how many took 50 / 100 ms or more, say how long the screen can keep a key
 waiting. `--tree PATH` (repeatable) runs kvwatch from other checkouts too, alternating with this
-one at each step, for a before/after in one run. `--mem-trace` samples the kvwatch process's
+one at each step, for a before/after in one run; with `--side-by-side` the trees' kvwatch run
+at once against the same pages instead, so that every tree meets the same load (on a machine
+shared with other work, alternating rows 20 s apart read 1.8x-2.7x the floor for the same tree;
+side by side the two trees' ratio held within 1%), each still measured alone in its own process
+tree (the refreshes kept are then the fleet's requests shared out: a tree that falls behind
+shows only as the sum under the number of trees). `--mem-trace` samples the kvwatch process's
 RSS (and glibc's heap, and once a minute its object counts by type) every 15 s from inside it and
 prints the course of RSS over the whole run (for the hour: the steps, not only the end).
 
@@ -54,7 +59,7 @@ from bench.fleetserve import PageFleet  # noqa: E402
 from bench.floor import BareGet, measure_floor  # noqa: E402
 from bench.floor import verdict as floor_verdict  # noqa: E402
 from bench.machine import describe, load_average  # noqa: E402
-from bench.procmeter import measure, spawn_piped, spawn_pty  # noqa: E402
+from bench.procmeter import Window, measure, spawn_piped, spawn_pty, tree_cpu_s, tree_rss_mib  # noqa: E402
 
 # absolute targets, % of one core at 1 Hz (the TUI at 64 has none); the floor targets: bench/floor.py
 TARGETS = {("tui", 3): 2.0, ("json", 3): 2.0, ("tui", 256): 25.0, ("json", 256): 15.0,
@@ -85,6 +90,27 @@ def run_tool(argv: list[str], env: dict[str, str], mode: str, fleet, warmup: flo
         return measure(tool, fleet, warmup, window)
     finally:
         tool.stop()
+
+
+def run_side_by_side(runs: list[tuple[list[str], dict[str, str]]], mode: str, fleet, warmup: float,
+                     window: float) -> list[Window]:
+    """Every run at once against `fleet`, each process tree's CPU over the same window."""
+    tools = [spawn_pty(argv, env) if mode == "tui" else spawn_piped(argv, env) for argv, env in runs]
+    try:
+        time.sleep(warmup)
+        c0, r0, t0 = [tree_cpu_s(t.pid) for t in tools], fleet.metrics_requests(), time.monotonic()
+        time.sleep(window)
+        c1, r1, t1 = [tree_cpu_s(t.pid) for t in tools], fleet.metrics_requests(), time.monotonic()
+        hz = (r1 - r0) / fleet.n / (t1 - t0) / len(tools)
+        out = []
+        for t, a, b in zip(tools, c0, c1, strict=True):
+            rss = tree_rss_mib(t.pid)
+            alive = os.path.exists(f"/proc/{t.pid}") and rss > 0
+            out.append(Window(100.0 * (b - a) / (t1 - t0), hz, rss, alive, t0, t1))
+        return out
+    finally:
+        for t in tools:
+            t.stop()
 
 
 def loop_lag(path: Path, w) -> str:
@@ -215,6 +241,8 @@ def main() -> int:
     ap.add_argument("--mem-trace", action="store_true", help="also sample RSS every 15 s from inside kvwatch")
     ap.add_argument("--tree", type=Path, action="append", default=[],
                     help="another checkout to run kvwatch from, alternating with this one")
+    ap.add_argument("--side-by-side", action="store_true",
+                    help="with --tree: run the trees' kvwatch at once (the same load for each), not in turn")
     args = ap.parse_args()
     trees = [ROOT, *(t.resolve() for t in args.tree)]
     print(describe() + "; " + load_average() + " at start")
@@ -242,32 +270,48 @@ def main() -> int:
             for mode in args.modes:
                 if mode == "json" and n not in args.json_endpoints:
                     continue
+                envs, lags, mems = [], [], []
                 for i, tree in enumerate(trees):
                     env = dict(kvwatch_env(tree), KVWATCH_CONFIG=config)
-                    lag = scratch / f"looplag-{n}-{mode}-{i}.txt"
-                    mem = scratch / f"memtrace-{n}-{mode}-{i}.txt"
+                    lags.append(scratch / f"looplag-{n}-{mode}-{i}.txt")
+                    mems.append(scratch / f"memtrace-{n}-{mode}-{i}.txt")
                     if args.loop_lag:
-                        env["KVWATCH_BENCH_LOOPLAG"] = str(lag)
+                        env["KVWATCH_BENCH_LOOPLAG"] = str(lags[i])
                     if args.mem_trace:
-                        env["KVWATCH_BENCH_MEMTRACE"] = str(mem)
+                        env["KVWATCH_BENCH_MEMTRACE"] = str(mems[i])
                     if args.loop_lag or args.mem_trace:
                         env["PYTHONPATH"] += os.pathsep + str(Path(__file__).resolve().parent / "probe")
+                    envs.append(env)
+                together = args.side_by_side and len(trees) > 1
+                if together:
                     started = time.monotonic()
                     before = measure_floor(fleet.ports)
-                    w = run_tool(kvwatch_argv(fleet.urls, mode), env, mode, fleet, args.warmup, args.window)
+                    windows = run_side_by_side([(kvwatch_argv(fleet.urls, mode), e) for e in envs], mode, fleet,
+                                               args.warmup, args.window)
                     after = measure_floor(fleet.ports)
+                for i in range(len(trees)):
+                    if not together:
+                        started = time.monotonic()
+                        before = measure_floor(fleet.ports)
+                        w = run_tool(kvwatch_argv(fleet.urls, mode), envs[i], mode, fleet, args.warmup, args.window)
+                        after = measure_floor(fleet.ports)
+                    else:
+                        w = windows[i]
                     floor_pct = statistics.mean([before.pct_core(n), after.pct_core(n)])
                     ratio = w.cpu_pct / floor_pct
                     note = "" if w.alive else "  (exited before the window ended)"
+                    if together and i > 0:
+                        note += f"  ({w.cpu_pct / windows[0].cpu_pct:.3f}x tree 0's CPU, side by side)"
                     judged = "; ".join(v for v in (floor_verdict(mode, n, ratio), verdict(mode, n, w.cpu_pct)) if v)
                     print(f"{n:>9} {mode:<5} {i if len(trees) > 1 else '':<4} {w.cpu_pct:>10.1f} {floor_pct:>8.1f} "
                           f"{ratio:>7.2f}x {w.hz:>8.2f} {w.rss_mib:>8.0f}  {judged}{note}", flush=True)
-                    print(f"{'':>16}{before.describe()} before; {after.per_page_s * 1e6:.0f} us after; "
-                          f"{load_average()}", flush=True)
+                    if not together or i == len(trees) - 1:
+                        print(f"{'':>16}{before.describe()} before; {after.per_page_s * 1e6:.0f} us after; "
+                              f"{load_average()}" + ("; the trees ran side by side" if together else ""), flush=True)
                     if args.loop_lag:
-                        print(f"{'':>16}{loop_lag(lag, w)}", flush=True)
+                        print(f"{'':>16}{loop_lag(lags[i], w)}", flush=True)
                     if args.mem_trace:
-                        print(f"{'':>16}{mem_trace(mem, started)}", flush=True)
+                        print(f"{'':>16}{mem_trace(mems[i], started)}", flush=True)
     print(load_average() + " at end")
     return 0
 

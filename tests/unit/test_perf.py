@@ -135,3 +135,60 @@ def test_keep_freezing_frees_cyclic_garbage_before_it_freezes():
     finally:
         gc.set_threshold(*before)
         gc.unfreeze()
+
+
+def test_keep_freezing_backs_off_while_the_loop_is_idle():
+    # a fixed 5 ms timer woke an idle process 200 times a second (~3% of a core doing nothing)
+    import asyncio
+    import gc
+
+    from tui.core.perf import FrozenRefreshes
+
+    turns = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start" and info["generation"] == 0:
+            turns.append(1)
+
+    async def main() -> int:
+        task = asyncio.ensure_future(FrozenRefreshes().keep_freezing(every_s=0.005, idle_s=0.2))
+        await asyncio.sleep(0.05)  # the first turns, at every_s
+        start = len(turns)
+        await asyncio.sleep(1.0)  # idle: nothing runs but the freezer
+        task.cancel()
+        return len(turns) - start
+
+    gc.callbacks.append(count)
+    try:
+        idle_turns = asyncio.run(main())
+    finally:
+        gc.callbacks.remove(count)
+        gc.unfreeze()
+    assert idle_turns <= 20, f"{idle_turns} collections in an idle second (a 5 ms timer makes ~200)"
+
+
+def test_keep_freezing_turns_at_every_s_again_when_work_begins():
+    import asyncio
+    import gc
+
+    from tests.waits import eventually
+    from tui.core.perf import FrozenRefreshes
+
+    async def main() -> None:
+        f = FrozenRefreshes()
+        task = asyncio.ensure_future(f.keep_freezing(every_s=0.005, idle_s=60.0))
+        await eventually(lambda: f.wait_s >= 0.5, what="the freezer backing off while idle")
+        kept = [[i] for i in range(5_000)]  # a refresh begins: its survivors are frozen at the next turns
+        start = gc.get_freeze_count()
+        f.wake()
+        for _ in range(3):
+            await asyncio.sleep(0)  # the refresh hands the loop back
+        assert gc.get_freeze_count() - start >= 5_000, "no turn at once after wake()"
+        assert f.wait_s == 0.005
+        task.cancel()
+        assert len(kept) == 5_000
+
+    try:
+        asyncio.run(main())
+    finally:
+        gc.unfreeze()

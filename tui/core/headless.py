@@ -54,6 +54,7 @@ async def run_json(monitor: Monitor, interval: float, duration: float | None, ou
         # starts again from there (no burst of refreshes to catch up).
         due = time.monotonic()
         while True:
+            collector.wake()  # its allocations are frozen at the loop's turns (idle, the freezer waits longer)
             try:
                 state = await bounded(monitor.refresh())
             except TimeoutError as e:

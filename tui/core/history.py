@@ -12,10 +12,10 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, fields, replace
 from itertools import islice
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
-from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape, counter_step
-from .pointlog import Packed, PointLog, ScrapeView, minus_packed, pack_hists
+from .model import DOWN, OK, STALE, ReplicaMetrics, Sample, Scrape, counter_step
+from .pointlog import Packed, PointLog, ScrapeView, delta_quantiles, pack_hists
 from .signal_windows import RATE_WINDOW_S
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
@@ -54,6 +54,20 @@ _WINDOW_VALUES = ("running", "requests_success", "prefix_hits", "prefix_queries"
                   "generation_tokens", "prompt_tokens")
 _RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_seconds, after them
 _IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
+_IDX_REQS, _IDX_HITS, _IDX_QUERIES, _IDX_PREEMPT, _IDX_GEN, _IDX_PROMPT = (
+    _IDX[n] for n in ("requests_success", "prefix_hits", "prefix_queries", "preemptions", "generation_tokens",
+                      "prompt_tokens"))
+# The quantiles each window histogram gives, in ReplicaMetrics' field order (ascending per histogram)
+_QUANTILES = (("ttft", (0.5, 0.95, 0.99)), ("itl", (0.5, 0.95, 0.99)), ("e2e", (0.5, 0.95, 0.99)),
+              ("queue_time", (0.95,)), ("prompt_len", (0.95,)), ("gen_len", (0.95,)), ("max_tokens", (0.95,)))
+_NONES = {n: [None] * n for n in (1, 3)}
+# _derive builds ReplicaMetrics by position (a third cheaper than by keyword): in this order
+assert tuple(f.name for f in fields(ReplicaMetrics)) == (
+    "kv_usage", "waiting", "waiting_capacity", "waiting_deferred", "running", "preemptions_per_s", "gen_tokens_per_s",
+    "prompt_tokens_per_s", "requests_per_s", "prefix_hit_rate", "gpu_memory_pct", "gpu_util_pct", "gpu_count",
+    "cpu_cores", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "itl_p50_s", "itl_p95_s", "itl_p99_s", "e2e_p50_s",
+    "e2e_p95_s", "e2e_p99_s", "queue_p95_s", "batch_p95", "prompt_len_p95", "gen_len_p95", "max_tokens_p95",
+    "max_num_seqs"), "ReplicaMetrics' fields moved: _derive passes them by position"
 
 _NVALS = len(_WINDOW_VALUES) + 1
 _STRIDE = 2 * _NVALS
@@ -155,10 +169,11 @@ class ReplicaHistory:
             self.first_error_ts = None
             self.last_error = None
             assert scrape.sample is not None  # an ok scrape has its page
+            vals = pod_values(scrape.sample)  # read once: the windows, the point and its packing
             hists = pack_hists(scrape.sample)
-            self._remember(scrape, hists)
-            m = self._derive(scrape)
-            self.points.append((scrape.ts, m), scrape, hists)
+            self._remember(scrape, hists, vals)
+            m = self._derive(scrape, vals)
+            self.points.append((scrape.ts, m), scrape, hists, vals)
             self._thin(scrape.ts)
             for k, d in self._spark.items():
                 v = getattr(m, k)
@@ -178,10 +193,12 @@ class ReplicaHistory:
         rebuilt from what the history keeps of them (pointlog.py says what)."""
         return ScrapeView(self.points, self.last_ok)
 
-    def _remember(self, scrape: Scrape, hists: Packed | None) -> None:
+    def _remember(self, scrape: Scrape, hists: Packed | None, pod: Mapping[str, Any]) -> None:
         sm = scrape.sample
         assert sm is not None  # only ok scrapes are remembered
-        vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
+        get = pod.get
+        vals = [get(n) for n in _WINDOW_VALUES]
+        vals.append(sm.process_cpu_seconds)
         last, run, gaps = self._run
         row = [_NAN] * _STRIDE
         for i, v in enumerate(vals):
@@ -265,13 +282,12 @@ class ReplicaHistory:
         return out
 
     # -- derivation -------------------------------------------------------------
-    def _rate(self, a: int, name: str | int) -> float | None:
-        """Increase per second of a window value from row `a` (the window's first) to the newest."""
+    def _rate(self, a: int, i: int) -> float | None:
+        """Increase per second of window value `i` from row `a` (the window's first) to the newest."""
         rec = self._recent
         b = len(rec.hists) - 1
         if b - a < 1:
             return None
-        i = name if isinstance(name, int) else _IDX[name]
         ca, cb = rec.total(a, i), rec.total(b, i)
         d: float | None
         if ca == ca and cb == cb and rec.gaps[a][i] == rec.gaps[b][i]:  # (x == x: not NaN)
@@ -283,19 +299,8 @@ class ReplicaHistory:
             return None
         return d / dt
 
-    @staticmethod
-    def _hist_delta(newest_scrape: Scrape, base: Packed | None, name: str) -> Histogram | None:
-        if newest_scrape.sample is None:
-            return None
-        newest = newest_scrape.sample.hist(name)
-        if newest is None:
-            return None
-        if base is None:
-            return newest
-        # A reset inside the window: as `minus`, falls back to observations since the reset.
-        return minus_packed(newest, base, name)
-
-    def _derive(self, s: Scrape) -> ReplicaMetrics:
+    def _derive(self, s: Scrape, vals: Mapping[str, Any]) -> ReplicaMetrics:
+        """The point's numbers; `vals` is `pod_values(s.sample)`."""
         sm = s.sample
         assert sm is not None  # derived from ok scrapes only
         w = self.windows
@@ -303,14 +308,15 @@ class ReplicaHistory:
         ra = rec.first(w.rate_s)  # the rate window's first row
         qa, qb = rec.first(w.quantile_s), len(rec.hists) - 1
         base = rec.hists[qa] if qb > qa else None  # the delta's older end (the newest is `s`)
-        deltas: dict[str, Histogram | None] = {}
-
-        def q(name: str, p: float) -> float | None:
-            if name in deltas:  # one delta per histogram, shared by its quantiles
-                h = deltas[name]
+        # Each histogram's quantiles over the window, from its delta to the baseline in one pass
+        # (a reset inside the window: as Histogram.minus, the observations since the reset)
+        quant = []
+        for name, ps in _QUANTILES:
+            h = sm.hist(name)
+            if h is None:
+                quant.extend(_NONES[len(ps)])
             else:
-                h = deltas[name] = self._hist_delta(s, base, name)
-            return h.quantile(p) if h is not None and h.count > 0 else None
+                quant.extend(delta_quantiles(h, base, name, ps))
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
         running_vals = sorted([v for v in rec.values(qa, qb, _RUNNING) if v == v])
@@ -318,42 +324,29 @@ class ReplicaHistory:
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]
 
-        reqs = self._rate(ra, "requests_success")
-        hits, queries = self._rate(ra, "prefix_hits"), self._rate(ra, "prefix_queries")
+        rate = self._rate
+        reqs = rate(ra, _IDX_REQS)
+        hits, queries = rate(ra, _IDX_HITS), rate(ra, _IDX_QUERIES)
         gpu = s.gpu
-        cpu_rate = self._rate(ra, _CPU)
         mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
+        get = vals.get
+        gen = rate(ra, _IDX_GEN)
         m = ReplicaMetrics(
-            kv_usage=sm.value("kv_usage"),
-            waiting=sm.value("waiting"),
-            waiting_capacity=sm.value("waiting_capacity"),
-            waiting_deferred=sm.value("waiting_deferred"),
-            running=sm.value("running"),
-            preemptions_per_s=self._rate(ra, "preemptions"),
+            get("kv_usage"), get("waiting"), get("waiting_capacity"), get("waiting_deferred"), get("running"),
+            rate(ra, _IDX_PREEMPT),
             # SGLang pages without the token counter still give the scheduler's own rate
-            gen_tokens_per_s=_first(self._rate(ra, "generation_tokens"), sm.value("gen_throughput")),
-            prompt_tokens_per_s=self._rate(ra, "prompt_tokens"),
-            requests_per_s=reqs,
-            prefix_hit_rate=(hits / queries) if hits is not None and queries else sm.value("cache_hit_rate"),
-            gpu_memory_pct=gpu.memory_pct if gpu else None,
-            gpu_util_pct=gpu.compute_pct if gpu else None,
-            gpu_count=len(gpu.devices) if gpu else None,
-            cpu_cores=cpu_rate,
-            ttft_p50_s=q("ttft", 0.5),
-            ttft_p95_s=q("ttft", 0.95),
-            ttft_p99_s=q("ttft", 0.99),
-            itl_p50_s=q("itl", 0.5),
-            itl_p95_s=q("itl", 0.95),
-            itl_p99_s=q("itl", 0.99),
-            e2e_p50_s=q("e2e", 0.5),
-            e2e_p95_s=q("e2e", 0.95),
-            e2e_p99_s=q("e2e", 0.99),
-            queue_p95_s=q("queue_time", 0.95),
-            batch_p95=batch_p95,
-            prompt_len_p95=q("prompt_len", 0.95),
-            gen_len_p95=q("gen_len", 0.95),
-            max_tokens_p95=q("max_tokens", 0.95),
-            max_num_seqs=_float_or_none(mns),
+            gen if gen is not None else get("gen_throughput"),
+            rate(ra, _IDX_PROMPT),
+            reqs,
+            (hits / queries) if hits is not None and queries else get("cache_hit_rate"),
+            gpu.memory_pct if gpu else None,
+            gpu.compute_pct if gpu else None,
+            len(gpu.devices) if gpu else None,
+            rate(ra, _CPU),
+            *quant[:10],  # ttft p50/95/99, itl p50/95/99, e2e p50/95/99, queue p95
+            batch_p95,
+            *quant[10:],  # prompt_len, gen_len, max_tokens p95
+            _float_or_none(mns),
         )
         if s.derived:  # values the source derived itself (Prometheus) win
             m = replace(m, **{k: v for k, v in s.derived.items() if k in _METRIC_FIELDS})  # type: ignore[arg-type]  # each field takes a float (ints are floats here)
@@ -370,5 +363,14 @@ def _float_or_none(v: str | None) -> float | None:
         return None
 
 
-def _first(*vals: float | None) -> float | None:
-    return next((v for v in vals if v is not None), None)
+def pod_values(sample: Sample) -> Mapping[str, Any]:
+    """Every pod-level value of `sample` at once: `.get(name)` is `sample.value(name)` (a page
+    of one engine: that engine's own mapping, not copied; read-only)."""
+    engines = sample.engines
+    if len(engines) == 1:
+        for e in engines.values():
+            return e.values
+    names: dict[str, None] = {}
+    for e in engines.values():
+        names.update(dict.fromkeys(e.values))
+    return {n: sample.value(n) for n in names}

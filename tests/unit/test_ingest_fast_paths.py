@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from tui.core.model import AtLeast, EngineSample, Histogram, Sample
+from tui.core.model import AtLeast, EngineSample, Histogram, Sample, Scrape
 from tui.core.pointlog import _pack, delta_quantiles
 
 INF = math.inf
@@ -225,3 +225,50 @@ def test_derived_points_equal_the_definition(seed):
         got = h.latest
         for f in want.__dataclass_fields__:
             assert _same(getattr(got, f), getattr(want, f)), (step, f, getattr(got, f), getattr(want, f))
+
+
+# -- finite_scrape: the all-finite fast path against the full check ---------------------------------
+
+_ODD = (math.nan, math.inf, -math.inf, -1.0, 2.0, 1e20, 1e308, 10**400, True, 3, "x", -0.0)
+
+
+def _finite_case(rng: random.Random) -> Scrape:
+
+    def val(name: str) -> object:
+        if rng.random() < 0.04:
+            return rng.choice(_ODD)
+        return rng.choice((0.0, 0.5, 12.0, 1e6)) if name != "kv_usage" else rng.random()
+
+    engines = {}
+    for e in range(rng.choice((1, 1, 2))):
+        vals = {n: val(n) for n in ("kv_usage", "running", "waiting", "preemptions", "used_tokens", "free_x")}
+        hs = {}
+        for n in ("ttft", "itl"):
+            counts = [float(i) for i in range(5)]
+            h_sum, h_count = 10.0, 4.0
+            if rng.random() < 0.05:
+                counts[rng.randrange(5)] = rng.choice(_ODD[:3] + (1e308,))
+            if rng.random() < 0.03:
+                h_sum = rng.choice(_ODD[:3] + (1e308,))
+            if rng.random() < 0.03:
+                h_count = rng.choice(_ODD[:3])
+            hs[n] = Histogram(BOUNDS[:5], tuple(counts), h_sum, h_count)
+        engines[str(e)] = EngineSample(vals, hs)
+    extra = {"x": rng.choice(_ODD)} if rng.random() < 0.2 else {"x": 1.0}
+    derived = {"ttft_p95_s": rng.choice(_ODD[:3])} if rng.random() < 0.1 else {"ttft_p95_s": 0.5}
+    cpu = rng.choice(_ODD[:3]) if rng.random() < 0.05 else 3.0
+    return Scrape(1.0, "r", Sample(engines=engines, extra=extra, process_cpu_seconds=cpu), derived=derived)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_finite_fast_path_equals_the_full_check(seed):
+    from tui.core.finite import _finite_scrape_full, finite_scrape
+
+    rng = random.Random(seed)
+    for _ in range(100):
+        s = _finite_case(rng)
+        got, got_invalid = finite_scrape(s)
+        want, want_invalid = _finite_scrape_full(s)
+        assert got_invalid == want_invalid, s
+        assert (got is s) == (want is s)
+        assert repr(got) == repr(want)  # (repr: NaN compares unequal to itself)

@@ -46,7 +46,7 @@ from ..history import ReplicaHistory
 from .. import verdicts as V
 from ..model import DOWN, Evidence, Finding, GpuSample, ReplicaMetrics, Scrape
 from ..signal_windows import RATE_WINDOW_S, window_text
-from .signals import Point, make_point
+from .signals import Point, make_point, with_metrics
 from .starting import starting
 from .thresholds import Thresholds
 
@@ -421,13 +421,18 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
         if wcap.op == "missing":  # older vLLM: the total stands in, said on its line
             drop.add("wcap")
             if wait.op != "missing":
-                ev["waiting"] = replace(wait, text=f"{wait.text} (older vLLM: not split by reason)")
+                ev["waiting"] = _with_text(wait, f"{wait.text} (older vLLM: not split by reason)")
         else:
             drop.add("waiting")
             if isinstance(wait.value, (int, float)) and wait.value != wcap.value:
-                ev["wcap"] = replace(wcap, text=f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
+                ev["wcap"] = _with_text(wcap, f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
     keys = [k for k in first if k in ev] + [k for k in ev if k not in first]
     return [ev[k] for k in keys if k not in drop]
+
+
+def _with_text(e: Evidence, text: str) -> Evidence:
+    """`replace(e, text=text)` (dataclasses.replace walks the fields on every call)."""
+    return Evidence(e.signal, e.value, e.threshold, e.op, e.crossed, text)
 
 
 # -- hysteresis state machine ------------------------------------------------------------------
@@ -479,7 +484,7 @@ class _Tracker:
             self.calm_n = None
         p = make_point(scrape, m, list(self.tail), self.t, self.rate_s)
         if self.tail and self.tail[-1].m is not _NO_METRICS:  # (empty after an outage)
-            self.tail[-1] = replace(self.tail[-1], m=_NO_METRICS)
+            self.tail[-1] = with_metrics(self.tail[-1], _NO_METRICS)
         self.tail.append(p)
         self.last_point = point_tuple
         self.n += 1
@@ -547,7 +552,7 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
             if p is tr.last_point or (p[0] == last_ts and p == tr.last_point):
                 idx = i
                 break
-            if pts[i][0] < last_ts:
+            if p[0] < last_ts:
                 break
         if idx is None:
             tr = None  # state carried from another history, or this one dropped the point: start over
@@ -560,9 +565,10 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     if tr is None:
         tr, start = _Tracker(t, h.windows.stale_s, rate_s=h.windows.rate_s), 0
     for i in range(start, len(pts)):
-        if pts[i][0] > now:
+        pt = pts[i]
+        if pt[0] > now:
             break
-        tr.advance(scr[i], pts[i], h.after_failures(pts[i][0]))
+        tr.advance(scr[i], pt, h.after_failures(pt[0]))
     h.diagnosis = tr
     return tr
 

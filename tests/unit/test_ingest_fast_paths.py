@@ -272,3 +272,24 @@ def test_finite_fast_path_equals_the_full_check(seed):
         assert got_invalid == want_invalid, s
         assert (got is s) == (want is s)
         assert repr(got) == repr(want)  # (repr: NaN compares unequal to itself)
+
+
+def test_a_scrape_with_unchanged_histograms_shares_the_last_packing():
+    from tui.core.history import ReplicaHistory
+    from tui.core.pointlog import pack_hists, unpack_hist
+
+    rng = random.Random(5)
+    h, hists = ReplicaHistory("r"), {}
+    page = _page(rng, 1, "vllm", 1, hists)
+    h.add(Scrape(1.0, "r", page))
+    h.add(Scrape(2.0, "r", Sample(engines=page.engines, generation="v1")))  # the same histograms
+    rows = h._recent.hists
+    assert rows[-1] is rows[-2]
+    for step in range(3, 40):  # any change, even of one bucket of one histogram: packed anew, exactly
+        page = _page(rng, step, "vllm", 1, hists)
+        h.add(Scrape(float(step), "r", page))
+        want = pack_hists(page)
+        assert (rows[-1] is rows[-2]) == (want == rows[-2] and want.layout is rows[-2].layout)
+        assert rows[-1].layout is want.layout and list(rows[-1]) == list(want)
+        for n in want.layout.names:
+            assert unpack_hist(rows[-1], n) == page.hist(n)

@@ -94,6 +94,11 @@ def pack_hists(sample: Sample, names: tuple[str, ...] = WINDOW_HISTS) -> Packed 
     return _pack([(n, h) for n in names if (h := sample.hist(n)) is not None])
 
 
+def pack_hists_of(hists: list[tuple[str, Histogram]]) -> Packed | None:
+    """(name, histogram) pairs packed (`_pack`): `pack_hists` of a page whose pairs these are."""
+    return _pack(hists)
+
+
 def _subset(packed: Packed | None, names: tuple[str, ...]) -> Packed | None:
     if packed is None:
         return None

@@ -293,3 +293,26 @@ def test_a_scrape_with_unchanged_histograms_shares_the_last_packing():
         assert rows[-1].layout is want.layout and list(rows[-1]) == list(want)
         for n in want.layout.names:
             assert unpack_hist(rows[-1], n) == page.hist(n)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sparkline_series_equal_the_points_values(seed):
+    from tui.core.history import SERIES, ReplicaHistory
+
+    rng = random.Random(seed)
+    h = ReplicaHistory("r", maxlen=rng.choice((5, 60, 600)))
+    run = {"running": 3.0, "waiting": 0.0, "kv_usage": 0.5}
+    for step in range(200):
+        for k in run:  # long steady runs, then a change (to an equal int now and then: not the same value)
+            if rng.random() < 0.1:
+                run[k] = rng.choice((0.0, 1.0, 1, 2.5, None, run[k]))
+        vals = {k: v for k, v in run.items() if v is not None}
+        h.add(Scrape(float(step), "r", Sample(engines={"": EngineSample(vals, {})})))
+        pts = [m for _, m in h.points][-60:]
+        for name in SERIES:
+            every = tuple(getattr(m, name) for m in pts)
+            for n in (1, 7, 60):
+                want = every[-n:]
+                got = h.series(name, n)
+                assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want, strict=True)), \
+                    (step, name, n, got, want)

@@ -123,7 +123,7 @@ class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "points", "windows", "last_ok", "first_error_ts", "last_error", "_kept_ts", "diagnosis",
-                 "_recent", "_run", "_spark", "recovered", "_hists_in")
+                 "_recent", "_run", "_spark", "recovered", "_hists_in", "_steady")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
@@ -134,6 +134,10 @@ class ReplicaHistory:
         # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
         # reads all of them for every replica.
         self._spark: dict[str, deque[Any]] = {k: deque(maxlen=min(maxlen, SPARK_POINTS)) for k in SERIES}
+        # per series: how many of its newest values are one object (a steady series: each equal
+        # value is the last one's object), and the tuple last handed out while all of them were:
+        # a steady series is the same tuple again, not a new one per refresh
+        self._steady: dict[str, list[Any]] = {k: [0, None] for k in SERIES}
         self.windows = windows or Windows()
         self.last_ok: Scrape | None = None
         self.first_error_ts: float | None = None  # start of the current run of failures
@@ -176,15 +180,22 @@ class ReplicaHistory:
             vals = pod_values(scrape.sample)  # read once: the windows, the point and its packing
             hists = self._pack_hists(scrape.sample)
             self._remember(scrape, hists, vals)
-            m = self._derive(scrape, vals)
+            m = self._derive(scrape, vals, self._hists_in[0] if self._hists_in is not None else [])
             self.points.append((scrape.ts, m), scrape, hists, vals)
             self._thin(scrape.ts)
+            steady = self._steady
             for k, d in self._spark.items():
                 v = getattr(m, k)
+                run = steady[k]
                 if d:  # a value equal to the one before: that object again (a steady series is one float)
                     last = d[-1]
-                    if v == last and type(v) is type(last):
+                    if v is last or (v == last and type(v) is type(last)):
                         v = last
+                        run[0] += 1
+                    else:
+                        run[0] = 1
+                else:
+                    run[0] = 1
                 d.append(v)
         else:
             if self.first_error_ts is None:
@@ -196,8 +207,9 @@ class ReplicaHistory:
         hl = [(n, h) for n in WINDOW_HISTS if (h := sm.hist(n)) is not None]
         last = self._hists_in
         if last is not None and last[0] == hl:  # (a Histogram compares its bounds, counts, sum, count)
-            return last[1]
-        packed = pack_hists_of(hl)
+            packed = last[1]
+        else:
+            packed = pack_hists_of(hl)
         self._hists_in = (hl, packed)
         return packed
 
@@ -274,7 +286,13 @@ class ReplicaHistory:
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
         d = self._spark.get(name)
         if d is not None and ((d.maxlen is not None and n <= d.maxlen) or len(d) == len(self.points)):
-            t = tuple(d)
+            run = self._steady[name]
+            if run[0] >= len(d):  # every value one object: the tuple of them all, kept while it lasts
+                t = run[1]
+                if t is None or len(t) != len(d) or (t and t[0] is not d[-1]):
+                    t = run[1] = tuple(d)
+            else:
+                t = tuple(d)
             return t[-n:] if n < len(t) else t
         # From the right end: copying the whole deque (an hour of points) per call cost more
         # than the rest of a refresh's history work.
@@ -313,8 +331,8 @@ class ReplicaHistory:
             return None
         return d / dt
 
-    def _derive(self, s: Scrape, vals: Mapping[str, Any]) -> ReplicaMetrics:
-        """The point's numbers; `vals` is `pod_values(s.sample)`."""
+    def _derive(self, s: Scrape, vals: Mapping[str, Any], hl: list[tuple[str, Histogram]]) -> ReplicaMetrics:
+        """The point's numbers; `vals` is `pod_values(s.sample)`, `hl` its window histograms."""
         sm = s.sample
         assert sm is not None  # derived from ok scrapes only
         w = self.windows
@@ -325,8 +343,9 @@ class ReplicaHistory:
         # Each histogram's quantiles over the window, from its delta to the baseline in one pass
         # (a reset inside the window: as Histogram.minus, the observations since the reset)
         quant = []
+        hists = dict(hl)
         for name, ps in _QUANTILES:
-            h = sm.hist(name)
+            h = hists.get(name)
             if h is None:
                 quant.extend(_NONES[len(ps)])
             else:

@@ -474,8 +474,8 @@ class _Tracker:
             return
         # the usual interval: the longest of the recent ones (a refresh soon after another,
         # `ctrl+r`, must not make the next timed one look like an outage)
-        cadence = max((p.dt for p in self.tail if p.dt), default=None)
-        if after_failures and prev is not None and cadence and ts - prev.ts >= max(self.gap_s, 3 * cadence):
+        if after_failures and prev is not None and (cadence := max((p.dt for p in self.tail if p.dt), default=None)) \
+                and ts - prev.ts >= max(self.gap_s, 3 * cadence):
             # back after an outage (failed scrapes, often a restarted server): the old verdict
             # and its `since` describe another process; judge afresh. A gap in kvwatch's own
             # refreshes with no failed scrape is no outage: the verdict carries on.

@@ -316,3 +316,19 @@ def test_sparkline_series_equal_the_points_values(seed):
                 got = h.series(name, n)
                 assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want, strict=True)), \
                     (step, name, n, got, want)
+
+
+# -- the diagnosis' threshold comparisons, remembered, against a fresh one each ---------------------
+
+def test_remembered_comparisons_equal_fresh_ones():
+    from tui.core.diagnosis.rules import _cmp, cmp
+
+    rng = random.Random(3)
+    values = (None, 0.0, -0.0, 0, 1, 1.0, True, AtLeast(1.0), 0.9, 0.95, 2.5, 1e7, math.nan, math.inf, -3)
+    thrs = (0.9, 1.0, 1, 0.0, -0.0, 95.0)
+    for _ in range(3000):  # the same arguments again and again, equal values of other types between
+        args = ("kv_usage", rng.choice(("KV usage", "waiting")), rng.choice(values), rng.choice((">=", "<", ">", "<=")),
+                rng.choice(thrs), rng.choice(("", "%", " cores")), rng.choice(("", "a note")))
+        got, want = cmp(*args), _cmp(*args)
+        for f in ("signal", "value", "threshold", "op", "crossed", "text"):
+            assert _same(getattr(got, f), getattr(want, f)), (args, f, got, want)

@@ -78,7 +78,20 @@ _OPS = {
 
 
 def cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit: str = "", note: str = "") -> Evidence:
-    """One threshold comparison; a missing value is reported as such, never as 0."""
+    """One threshold comparison; a missing value is reported as such, never as 0.
+
+    The same comparison of the same value comes back as the same (immutable) Evidence: most
+    refreshes of most replicas repeat many of theirs (an empty queue, nothing swapped), and
+    building one is most of a verdict's cost. Remembered by type too (1 and 1.0 print and
+    export differently); a NaN or a -0.0 (equal to 0.0, printed "-0") is built afresh."""
+    if (value is not None and (value != value or (value == 0 and _copysign(1.0, value) < 0))) \
+            or (thr == 0 and _copysign(1.0, thr) < 0):
+        return _cmp(signal, label, value, op, thr, unit, note)
+    return _cmp_seen(signal, label, value, op, thr, unit, note)
+
+
+def _cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit: str = "", note: str = "") -> Evidence:
+    """`cmp`, built."""
     if value is None:
         return Evidence(signal, None, thr, "missing", False, f"{label}: not exposed")
     crossed = _OPS[op](value, thr)
@@ -87,10 +100,15 @@ def cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit:
     return Evidence(signal, value, thr, op, crossed, text + (f" ({note})" if note else ""))
 
 
+_cmp_seen = functools.lru_cache(maxsize=256, typed=True)(_cmp)
+_copysign = math.copysign
+
+
 def info(signal: str, value: Any, text: str) -> Evidence:
     return Evidence(signal, value, None, "info", False, text)
 
 
+@functools.lru_cache(maxsize=64)  # a few fixed lines ("GPU data absent ..."): one object each
 def missing(signal: str, text: str) -> Evidence:
     return Evidence(signal, None, None, "missing", False, text)
 

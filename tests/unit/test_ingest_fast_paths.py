@@ -120,7 +120,7 @@ def _old_derive(h, s):
     """ReplicaHistory._derive as it was: Sample.value per read, each quantile of a Histogram delta."""
     from dataclasses import replace
 
-    from tui.core.history import _CPU, _IDX, _METRIC_FIELDS, _RUNNING, _float_or_none
+    from tui.core.history import _CPU, _IDX, _METRIC_FIELDS, _RUNNING, _float_or_none, counter_delta
     from tui.core.model import ReplicaMetrics
     from tui.core.pointlog import minus_packed
 
@@ -140,8 +140,20 @@ def _old_derive(h, s):
         d = deltas[name]
         return d.quantile(p) if d is not None and d.count > 0 else None
 
-    def rate(name):
-        return h._rate(ra, name if isinstance(name, int) else _IDX[name])
+    def rate(name):  # ReplicaHistory._rate as it was
+        i = name if isinstance(name, int) else _IDX[name]
+        b = len(rec.hists) - 1
+        if b - ra < 1:
+            return None
+        ca, cb = rec.total(ra, i), rec.total(b, i)
+        if ca == ca and cb == cb and rec.gaps[ra][i] == rec.gaps[b][i]:
+            d = cb - ca
+        else:
+            d = counter_delta(v if v == v else None for v in rec.values(ra, b, i))
+        dt = rec.times[b] - rec.times[ra]
+        if d is None or dt <= 0:
+            return None
+        return d / dt
 
     running_vals = sorted([v for v in rec.values(qa, qb, _RUNNING) if v == v])
     batch_p95 = None

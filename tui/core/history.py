@@ -54,9 +54,9 @@ _WINDOW_VALUES = ("running", "requests_success", "prefix_hits", "prefix_queries"
                   "generation_tokens", "prompt_tokens")
 _RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_seconds, after them
 _IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
-_IDX_REQS, _IDX_HITS, _IDX_QUERIES, _IDX_PREEMPT, _IDX_GEN, _IDX_PROMPT = (
-    _IDX[n] for n in ("requests_success", "prefix_hits", "prefix_queries", "preemptions", "generation_tokens",
-                      "prompt_tokens"))
+# the rates each point takes, in the order _derive unpacks them (process CPU last)
+_RATE_IDX = (*(_IDX[n] for n in ("requests_success", "prefix_hits", "prefix_queries", "preemptions",
+                                 "generation_tokens", "prompt_tokens")), _CPU)
 # The quantiles each window histogram gives, in ReplicaMetrics' field order (ascending per histogram)
 _QUANTILES = (("ttft", (0.5, 0.95, 0.99)), ("itl", (0.5, 0.95, 0.99)), ("e2e", (0.5, 0.95, 0.99)),
               ("queue_time", (0.95,)), ("prompt_len", (0.95,)), ("gen_len", (0.95,)), ("max_tokens", (0.95,)))
@@ -283,6 +283,10 @@ class ReplicaHistory:
     def latest(self) -> ReplicaMetrics:
         return self.points[-1][1] if self.points else ReplicaMetrics()
 
+    def all_series(self, n: int) -> dict[str, tuple[float | None, ...]]:
+        """`{k: self.series(k, n) for k in SERIES}`."""
+        return {k: self.series(k, n) for k in SERIES}
+
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
         d = self._spark.get(name)
         if d is not None and ((d.maxlen is not None and n <= d.maxlen) or len(d) == len(self.points)):
@@ -314,22 +318,26 @@ class ReplicaHistory:
         return out
 
     # -- derivation -------------------------------------------------------------
-    def _rate(self, a: int, i: int) -> float | None:
-        """Increase per second of window value `i` from row `a` (the window's first) to the newest."""
+    def _rates(self, a: int, idx: tuple[int, ...]) -> list[float | None]:
+        """Increase per second of each window value in `idx` from row `a` (the window's first)
+        to the newest."""
         rec = self._recent
         b = len(rec.hists) - 1
         if b - a < 1:
-            return None
-        ca, cb = rec.total(a, i), rec.total(b, i)
-        d: float | None
-        if ca == ca and cb == cb and rec.gaps[a][i] == rec.gaps[b][i]:  # (x == x: not NaN)
-            d = cb - ca  # a value at every point of the window: the running sums
-        else:
-            d = counter_delta(v if v == v else None for v in rec.values(a, b, i))  # gaps: counter_delta's rules
+            return [None] * len(idx)
+        rows, ga, gb = rec.rows, rec.gaps[a], rec.gaps[b]
+        oa, ob = a * _STRIDE + _NVALS, b * _STRIDE + _NVALS  # the running sums of rows a and b
         dt = rec.times[b] - rec.times[a]
-        if d is None or dt <= 0:
-            return None
-        return d / dt
+        out: list[float | None] = []
+        for i in idx:
+            ca, cb = rows[oa + i], rows[ob + i]
+            d: float | None
+            if ca == ca and cb == cb and ga[i] == gb[i]:  # (x == x: not NaN)
+                d = cb - ca  # a value at every point of the window: the running sums
+            else:
+                d = counter_delta(v if v == v else None for v in rec.values(a, b, i))  # gaps: counter_delta's rules
+            out.append(None if d is None or dt <= 0 else d / dt)
+        return out
 
     def _derive(self, s: Scrape, vals: Mapping[str, Any], hl: list[tuple[str, Histogram]]) -> ReplicaMetrics:
         """The point's numbers; `vals` is `pod_values(s.sample)`, `hl` its window histograms."""
@@ -357,25 +365,22 @@ class ReplicaHistory:
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]
 
-        rate = self._rate
-        reqs = rate(ra, _IDX_REQS)
-        hits, queries = rate(ra, _IDX_HITS), rate(ra, _IDX_QUERIES)
+        reqs, hits, queries, preempt, gen, prompt, cpu = self._rates(ra, _RATE_IDX)
         gpu = s.gpu
         mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
         get = vals.get
-        gen = rate(ra, _IDX_GEN)
         m = ReplicaMetrics(
             get("kv_usage"), get("waiting"), get("waiting_capacity"), get("waiting_deferred"), get("running"),
-            rate(ra, _IDX_PREEMPT),
+            preempt,
             # SGLang pages without the token counter still give the scheduler's own rate
             gen if gen is not None else get("gen_throughput"),
-            rate(ra, _IDX_PROMPT),
+            prompt,
             reqs,
             (hits / queries) if hits is not None and queries else get("cache_hit_rate"),
             gpu.memory_pct if gpu else None,
             gpu.compute_pct if gpu else None,
             len(gpu.devices) if gpu else None,
-            rate(ra, _CPU),
+            cpu,
             *quant[:10],  # ttft p50/95/99, itl p50/95/99, e2e p50/95/99, queue p95
             batch_p95,
             *quant[10:],  # prompt_len, gen_len, max_tokens p95

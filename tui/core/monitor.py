@@ -15,7 +15,7 @@ from .diagnosis import Thresholds, diagnose
 from .finite import finite_scrape
 from .diagnosis.alarm import FleetAlarms
 from .diagnosis.imbalance import FleetImbalance
-from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
+from .history import SPARK_POINTS, ReplicaHistory, Windows
 from .model import DOWN, OK, STALE, Evidence, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .retry import StartRetry
 from .sources.base import Source
@@ -220,7 +220,7 @@ class Monitor:
             state=state,
             finding=finding,
             metrics=h.latest,
-            series={k: h.series(k, SPARK_POINTS) for k in SERIES},
+            series=h.all_series(SPARK_POINTS),
             error=last.error if last is not None else None,
             group=(last.group if last is not None else None),
             pod=(last.pod if last is not None else None),

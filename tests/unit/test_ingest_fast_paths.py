@@ -344,3 +344,20 @@ def test_remembered_comparisons_equal_fresh_ones():
         got, want = cmp(*args), _cmp(*args)
         for f in ("signal", "value", "threshold", "op", "crossed", "text"):
             assert _same(getattr(got, f), getattr(want, f)), (args, f, got, want)
+
+
+def test_packing_keeps_every_count_exactly_and_whole_counts_as_32_bit():
+    from tui.core.pointlog import unpack_hist
+
+    rng = random.Random(9)
+    odd = (0.5, -1.0, -0.5, 2.0**32, 2.0**32 - 1, 1e-9, 3, 7.999999999999999)
+    for _ in range(400):
+        counts = [float(rng.randrange(1000)) for _ in BOUNDS]
+        if rng.random() < 0.5:
+            counts[rng.randrange(len(counts))] = rng.choice(odd)
+        h = Histogram(BOUNDS, tuple(counts), 1.5, counts[-1])
+        p = _pack([("ttft", h)])
+        whole = all(float(c).is_integer() and 0 <= c < 2**32 for c in counts)
+        assert p.typecode == ("I" if whole else "d"), counts
+        back = unpack_hist(p, "ttft")
+        assert back == h and all(type(a) is float for a in back.counts)

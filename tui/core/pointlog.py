@@ -201,7 +201,7 @@ def _pack(hists: list[tuple[str, Histogram]]) -> Packed | None:
         _BY_IDS[ids] = layout
     # built from one list, so that the array is allocated at its exact size
     try:
-        whole = list(map(int, counts))
+        whole = list(map(math.floor, counts))  # (equal to the counts only where each is whole: then int())
         packed = Packed("I", whole + array("I", array("d", tails).tobytes()).tolist()) if whole == counts else None
     except (ValueError, OverflowError):  # NaN or inf; below 0 or from 2**32 on
         packed = None

@@ -325,9 +325,9 @@ def test_sparkline_series_equal_the_points_values(seed):
             every = tuple(getattr(m, name) for m in pts)
             for n in (1, 7, 60):
                 want = every[-n:]
-                got = h.series(name, n)
-                assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want, strict=True)), \
-                    (step, name, n, got, want)
+                for got in (h.series(name, n), h.all_series(n)[name]):
+                    assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want, strict=True)), \
+                        (step, name, n, got, want)
 
 
 # -- the diagnosis' threshold comparisons, remembered, against a fresh one each ---------------------

@@ -61,7 +61,7 @@ def _finite_sum(total: float) -> bool:
     return total - total == 0.0  # an Inf or NaN anywhere in a sum makes it Inf or NaN
 
 
-_RANGE_ITEMS = tuple((k, lo, hi) for k, (lo, hi) in RANGES.items())
+_range = RANGES.get
 
 
 def _all_usable(scrape: Scrape) -> bool:
@@ -75,10 +75,9 @@ def _all_usable(scrape: Scrape) -> bool:
                 values = es.values
                 if not _finite_sum(sum(values.values(), 0.0)):
                     return False
-                get = values.get
-                for k, lo, hi in _RANGE_ITEMS:
-                    v = get(k)
-                    if v is not None and isinstance(v, float) and not lo <= v <= hi:
+                for k, v in values.items():  # (a page has fewer values than RANGES names)
+                    r = _range(k)
+                    if r is not None and isinstance(v, float) and not r[0] <= v <= r[1]:
                         return False
                 total = 0.0
                 for h in es.hists.values():

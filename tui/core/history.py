@@ -285,18 +285,30 @@ class ReplicaHistory:
 
     def all_series(self, n: int) -> dict[str, tuple[float | None, ...]]:
         """`{k: self.series(k, n) for k in SERIES}`."""
-        return {k: self.series(k, n) for k in SERIES}
+        steady = self._steady
+        out = {}
+        for k, d in self._spark.items():
+            if d.maxlen is not None and n <= d.maxlen:
+                t = self._kept(d, steady[k])
+                out[k] = t[-n:] if n < len(t) else t
+            else:
+                out[k] = self.series(k, n)
+        return out
+
+    @staticmethod
+    def _kept(d: deque[Any], run: list[Any]) -> tuple[Any, ...]:
+        """tuple(d); while every value in `d` is one object, the same tuple each time."""
+        if run[0] >= len(d):
+            t = run[1]
+            if t is None or len(t) != len(d) or (t and t[0] is not d[-1]):
+                t = run[1] = tuple(d)
+            return t  # type: ignore[no-any-return]
+        return tuple(d)
 
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
         d = self._spark.get(name)
         if d is not None and ((d.maxlen is not None and n <= d.maxlen) or len(d) == len(self.points)):
-            run = self._steady[name]
-            if run[0] >= len(d):  # every value one object: the tuple of them all, kept while it lasts
-                t = run[1]
-                if t is None or len(t) != len(d) or (t and t[0] is not d[-1]):
-                    t = run[1] = tuple(d)
-            else:
-                t = tuple(d)
+            t = self._kept(d, self._steady[name])
             return t[-n:] if n < len(t) else t
         # From the right end: copying the whole deque (an hour of points) per call cost more
         # than the rest of a refresh's history work.

@@ -120,7 +120,7 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
     # a page of one engine (most): its own values, as Sample.value reads them, without a call each
     v = next(iter(s.engines.values())).values.get if len(s.engines) == 1 else s.value
     steps_h = s.hist("iteration_tokens")
-    c_progress = tuple(v(n) for n in _PROGRESS)
+    c_progress = tuple(map(v, _PROGRESS))
     c_steps = steps_h.count if steps_h is not None else None
     c_preempt = v("preemptions")
     running, waiting = v("running"), v("waiting")
@@ -198,12 +198,13 @@ def make_point(scrape: Scrape, m: ReplicaMetrics, tail: list[Point], t: Threshol
     runs.append(running)
     known_runs = [r for r in runs if r is not None]
     # a cap holds `running` at most at the cap, always: the peak over the longer window too
+    room = _last(tail, t.room_points - 1)
     if rank is not None:
-        maybe = [dict(p.rank_running).get(rank) for p in _last(tail, t.room_points - 1)]
+        maybe = [dict(p.rank_running).get(rank) for p in room]
     else:
-        maybe = [p.running for p in _last(tail, t.room_points - 1)]
+        maybe = [p.running for p in room]
     longer = [r for r in maybe if r is not None] + known_runs[-1:]
-    kvs = [p.kv for p in _last(tail, t.room_points - 1) if p.kv is not None]
+    kvs = [p.kv for p in room if p.kv is not None]
     util = scrape.gpu.compute_pct if scrape.gpu is not None else None
     utils = [p.c_util for p in _last(tail, _UTIL_POINTS - 1) if p.c_util is not None]
     if util is not None:

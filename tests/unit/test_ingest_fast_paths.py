@@ -297,6 +297,15 @@ def test_a_scrape_with_unchanged_histograms_shares_the_last_packing():
     h.add(Scrape(2.0, "r", Sample(engines=page.engines, generation="v1")))  # the same histograms
     rows = h._recent.hists
     assert rows[-1] is rows[-2]
+    # equal histograms whose zero sum differs in sign (a sum is kept as a double): packed anew
+    zero = Histogram(BOUNDS, (0.0,) * len(BOUNDS), 0.0, 0.0)
+    for k, sign in enumerate((1.0, -1.0, -1.0)):
+        h.add(Scrape(2.1 + k / 10, "r", Sample(engines={"": EngineSample({}, {"ttft": Histogram(
+            BOUNDS, zero.counts, sign * 0.0, 0.0)})})))
+        if k == 1:
+            assert rows[-1] is not rows[-2] and rows[-1].pair(0)[0] == 0.0 and math.copysign(1, rows[-1].pair(0)[0]) < 0
+        if k == 2:
+            assert rows[-1] is rows[-2]
     for step in range(3, 40):  # any change, even of one bucket of one histogram: packed anew, exactly
         page = _page(rng, step, "vllm", 1, hists)
         h.add(Scrape(float(step), "r", page))

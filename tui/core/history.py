@@ -12,6 +12,7 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, fields, replace
 from itertools import islice
+from math import copysign
 from typing import Any, Iterable, Mapping
 
 from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Sample, Scrape, counter_step
@@ -206,7 +207,10 @@ class ReplicaHistory:
         """`pack_hists(sm)`; the last scrape's packing when its histograms are all equal."""
         hl = [(n, h) for n in WINDOW_HISTS if (h := sm.hist(n)) is not None]
         last = self._hists_in
-        if last is not None and last[0] == hl:  # (a Histogram compares its bounds, counts, sum, count)
+        # (a Histogram compares its bounds, counts, sum and count; packed as whole numbers, a count
+        # of -0.0 is 0 like 0.0, but a sum or count is kept as a double: its zero's sign too)
+        if last is not None and (last[1] is None or last[1].typecode == "I") and last[0] == hl \
+                and _zero_signs_equal(last[0], hl):
             packed = last[1]
         else:
             packed = pack_hists_of(hl)
@@ -411,6 +415,15 @@ def _float_or_none(v: str | None) -> float | None:
         return float(v) if v is not None else None
     except ValueError:
         return None
+
+
+def _zero_signs_equal(a: list[tuple[str, Histogram]], b: list[tuple[str, Histogram]]) -> bool:
+    """Whether the sums and counts of two equal lists of histograms that are zero have the same sign."""
+    for (_, x), (_, y) in zip(a, b, strict=True):
+        if (x.sum == 0 and copysign(1.0, x.sum) != copysign(1.0, y.sum)) or \
+                (x.count == 0 and copysign(1.0, x.count) != copysign(1.0, y.count)):
+            return False
+    return True
 
 
 def pod_values(sample: Sample) -> Mapping[str, Any]:

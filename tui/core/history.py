@@ -376,7 +376,9 @@ class ReplicaHistory:
                 quant.extend(delta_quantiles(h, base, name, ps))
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
-        running_vals = sorted([v for v in rec.values(qa, qb, _RUNNING) if v == v])
+        window = rec.values(qa, qb, _RUNNING)  # NaN where a page lacked it; else finite (finite_scrape)
+        total = sum(window)
+        running_vals = sorted(window) if total == total else sorted([v for v in window if v == v])
         batch_p95 = None
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]

@@ -12,10 +12,11 @@ from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass, fields, replace
 from itertools import islice
-from typing import Any, Iterable
+from math import copysign
+from typing import Any, Iterable, Mapping
 
-from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Scrape, counter_step
-from .pointlog import Packed, PointLog, ScrapeView, minus_packed, pack_hists
+from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Sample, Scrape, counter_step
+from .pointlog import WINDOW_HISTS, Packed, PointLog, ScrapeView, delta_quantiles, pack_hists_of
 from .signal_windows import RATE_WINDOW_S
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
@@ -54,6 +55,20 @@ _WINDOW_VALUES = ("running", "requests_success", "prefix_hits", "prefix_queries"
                   "generation_tokens", "prompt_tokens")
 _RUNNING, _CPU = 0, len(_WINDOW_VALUES)  # index of `running`; of process_cpu_seconds, after them
 _IDX = {name: i for i, name in enumerate(_WINDOW_VALUES)}
+# the rates each point takes, in the order _derive unpacks them (process CPU last)
+_RATE_IDX = (*(_IDX[n] for n in ("requests_success", "prefix_hits", "prefix_queries", "preemptions",
+                                 "generation_tokens", "prompt_tokens")), _CPU)
+# The quantiles each window histogram gives, in ReplicaMetrics' field order (ascending per histogram)
+_QUANTILES = (("ttft", (0.5, 0.95, 0.99)), ("itl", (0.5, 0.95, 0.99)), ("e2e", (0.5, 0.95, 0.99)),
+              ("queue_time", (0.95,)), ("prompt_len", (0.95,)), ("gen_len", (0.95,)), ("max_tokens", (0.95,)))
+_NONES = {n: [None] * n for n in (1, 3)}
+# _derive builds ReplicaMetrics by position (a third cheaper than by keyword): in this order
+assert tuple(f.name for f in fields(ReplicaMetrics)) == (
+    "kv_usage", "waiting", "waiting_capacity", "waiting_deferred", "running", "preemptions_per_s", "gen_tokens_per_s",
+    "prompt_tokens_per_s", "requests_per_s", "prefix_hit_rate", "gpu_memory_pct", "gpu_util_pct", "gpu_count",
+    "cpu_cores", "ttft_p50_s", "ttft_p95_s", "ttft_p99_s", "itl_p50_s", "itl_p95_s", "itl_p99_s", "e2e_p50_s",
+    "e2e_p95_s", "e2e_p99_s", "queue_p95_s", "batch_p95", "prompt_len_p95", "gen_len_p95", "max_tokens_p95",
+    "max_num_seqs"), "ReplicaMetrics' fields moved: _derive passes them by position"
 
 _NVALS = len(_WINDOW_VALUES) + 1
 _STRIDE = 2 * _NVALS
@@ -109,7 +124,7 @@ class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "points", "windows", "last_ok", "first_error_ts", "last_error", "_kept_ts", "diagnosis",
-                 "_recent", "_run", "_spark", "recovered")
+                 "_recent", "_run", "_spark", "recovered", "_hists_in", "_steady")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
@@ -120,6 +135,10 @@ class ReplicaHistory:
         # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
         # reads all of them for every replica.
         self._spark: dict[str, deque[Any]] = {k: deque(maxlen=min(maxlen, SPARK_POINTS)) for k in SERIES}
+        # per series: how many of its newest values are one object (a steady series: each equal
+        # value is the last one's object), and the tuple last handed out while all of them were:
+        # a steady series is the same tuple again, not a new one per refresh
+        self._steady: dict[str, list[Any]] = {k: [0, None] for k in SERIES}
         self.windows = windows or Windows()
         self.last_ok: Scrape | None = None
         self.first_error_ts: float | None = None  # start of the current run of failures
@@ -138,6 +157,10 @@ class ReplicaHistory:
         # the times of good scrapes that ended a run of failed ones: what tells an outage from a
         # gap in kvwatch's own refreshes (a `ctrl+r`, a late refresh), which must not cost a verdict
         self.recovered: deque[float] = deque(maxlen=64)
+        # the last scrape's window histograms and their packing: a scrape whose histograms are
+        # all equal to them (nothing observed since) shares that packing (an array per scrape
+        # less, and no packing: ~25 us)
+        self._hists_in: tuple[list[tuple[str, Histogram]], Packed | None] | None = None
 
     # -- ingest -----------------------------------------------------------------
     def add(self, scrape: Scrape) -> None:
@@ -155,22 +178,44 @@ class ReplicaHistory:
             self.first_error_ts = None
             self.last_error = None
             assert scrape.sample is not None  # an ok scrape has its page
-            hists = pack_hists(scrape.sample)
-            self._remember(scrape, hists)
-            m = self._derive(scrape)
-            self.points.append((scrape.ts, m), scrape, hists)
+            vals = pod_values(scrape.sample)  # read once: the windows, the point and its packing
+            hists = self._pack_hists(scrape.sample)
+            self._remember(scrape, hists, vals)
+            m = self._derive(scrape, vals, self._hists_in[0] if self._hists_in is not None else [])
+            self.points.append((scrape.ts, m), scrape, hists, vals)
             self._thin(scrape.ts)
+            steady = self._steady
             for k, d in self._spark.items():
                 v = getattr(m, k)
+                run = steady[k]
                 if d:  # a value equal to the one before: that object again (a steady series is one float)
                     last = d[-1]
-                    if v == last and type(v) is type(last):
+                    if v is last or (v == last and type(v) is type(last)):
                         v = last
+                        run[0] += 1
+                    else:
+                        run[0] = 1
+                else:
+                    run[0] = 1
                 d.append(v)
         else:
             if self.first_error_ts is None:
                 self.first_error_ts = scrape.ts
             self.last_error = scrape
+
+    def _pack_hists(self, sm: Sample) -> Packed | None:
+        """`pack_hists(sm)`; the last scrape's packing when its histograms are all equal."""
+        hl = [(n, h) for n in WINDOW_HISTS if (h := sm.hist(n)) is not None]
+        last = self._hists_in
+        # (a Histogram compares its bounds, counts, sum and count; packed as whole numbers, a count
+        # of -0.0 is 0 like 0.0, but a sum or count is kept as a double: its zero's sign too)
+        if last is not None and (last[1] is None or last[1].typecode == "I") and last[0] == hl \
+                and _zero_signs_equal(last[0], hl):
+            packed = last[1]
+        else:
+            packed = pack_hists_of(hl)
+        self._hists_in = (hl, packed)
+        return packed
 
     @property
     def scrapes(self) -> ScrapeView:
@@ -178,10 +223,12 @@ class ReplicaHistory:
         rebuilt from what the history keeps of them (pointlog.py says what)."""
         return ScrapeView(self.points, self.last_ok)
 
-    def _remember(self, scrape: Scrape, hists: Packed | None) -> None:
+    def _remember(self, scrape: Scrape, hists: Packed | None, pod: Mapping[str, Any]) -> None:
         sm = scrape.sample
         assert sm is not None  # only ok scrapes are remembered
-        vals = tuple(sm.value(n) for n in _WINDOW_VALUES) + (sm.process_cpu_seconds,)
+        get = pod.get
+        vals = [get(n) for n in _WINDOW_VALUES]
+        vals.append(sm.process_cpu_seconds)
         last, run, gaps = self._run
         row = [_NAN] * _STRIDE
         for i, v in enumerate(vals):
@@ -240,10 +287,32 @@ class ReplicaHistory:
     def latest(self) -> ReplicaMetrics:
         return self.points[-1][1] if self.points else ReplicaMetrics()
 
+    def all_series(self, n: int) -> dict[str, tuple[float | None, ...]]:
+        """`{k: self.series(k, n) for k in SERIES}`."""
+        steady = self._steady
+        out = {}
+        for k, d in self._spark.items():
+            if d.maxlen is not None and n <= d.maxlen:
+                t = self._kept(d, steady[k])
+                out[k] = t[-n:] if n < len(t) else t
+            else:
+                out[k] = self.series(k, n)
+        return out
+
+    @staticmethod
+    def _kept(d: deque[Any], run: list[Any]) -> tuple[Any, ...]:
+        """tuple(d); while every value in `d` is one object, the same tuple each time."""
+        if run[0] >= len(d):
+            t = run[1]
+            if t is None or len(t) != len(d) or (t and t[0] is not d[-1]):
+                t = run[1] = tuple(d)
+            return t  # type: ignore[no-any-return]
+        return tuple(d)
+
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
         d = self._spark.get(name)
         if d is not None and ((d.maxlen is not None and n <= d.maxlen) or len(d) == len(self.points)):
-            t = tuple(d)
+            t = self._kept(d, self._steady[name])
             return t[-n:] if n < len(t) else t
         # From the right end: copying the whole deque (an hour of points) per call cost more
         # than the rest of a refresh's history work.
@@ -265,37 +334,29 @@ class ReplicaHistory:
         return out
 
     # -- derivation -------------------------------------------------------------
-    def _rate(self, a: int, name: str | int) -> float | None:
-        """Increase per second of a window value from row `a` (the window's first) to the newest."""
+    def _rates(self, a: int, idx: tuple[int, ...]) -> list[float | None]:
+        """Increase per second of each window value in `idx` from row `a` (the window's first)
+        to the newest."""
         rec = self._recent
         b = len(rec.hists) - 1
         if b - a < 1:
-            return None
-        i = name if isinstance(name, int) else _IDX[name]
-        ca, cb = rec.total(a, i), rec.total(b, i)
-        d: float | None
-        if ca == ca and cb == cb and rec.gaps[a][i] == rec.gaps[b][i]:  # (x == x: not NaN)
-            d = cb - ca  # a value at every point of the window: the running sums
-        else:
-            d = counter_delta(v if v == v else None for v in rec.values(a, b, i))  # gaps: counter_delta's rules
+            return [None] * len(idx)
+        rows, ga, gb = rec.rows, rec.gaps[a], rec.gaps[b]
+        oa, ob = a * _STRIDE + _NVALS, b * _STRIDE + _NVALS  # the running sums of rows a and b
         dt = rec.times[b] - rec.times[a]
-        if d is None or dt <= 0:
-            return None
-        return d / dt
+        out: list[float | None] = []
+        for i in idx:
+            ca, cb = rows[oa + i], rows[ob + i]
+            d: float | None
+            if ca == ca and cb == cb and ga[i] == gb[i]:  # (x == x: not NaN)
+                d = cb - ca  # a value at every point of the window: the running sums
+            else:
+                d = counter_delta(v if v == v else None for v in rec.values(a, b, i))  # gaps: counter_delta's rules
+            out.append(None if d is None or dt <= 0 else d / dt)
+        return out
 
-    @staticmethod
-    def _hist_delta(newest_scrape: Scrape, base: Packed | None, name: str) -> Histogram | None:
-        if newest_scrape.sample is None:
-            return None
-        newest = newest_scrape.sample.hist(name)
-        if newest is None:
-            return None
-        if base is None:
-            return newest
-        # A reset inside the window: as `minus`, falls back to observations since the reset.
-        return minus_packed(newest, base, name)
-
-    def _derive(self, s: Scrape) -> ReplicaMetrics:
+    def _derive(self, s: Scrape, vals: Mapping[str, Any], hl: list[tuple[str, Histogram]]) -> ReplicaMetrics:
+        """The point's numbers; `vals` is `pod_values(s.sample)`, `hl` its window histograms."""
         sm = s.sample
         assert sm is not None  # derived from ok scrapes only
         w = self.windows
@@ -303,57 +364,45 @@ class ReplicaHistory:
         ra = rec.first(w.rate_s)  # the rate window's first row
         qa, qb = rec.first(w.quantile_s), len(rec.hists) - 1
         base = rec.hists[qa] if qb > qa else None  # the delta's older end (the newest is `s`)
-        deltas: dict[str, Histogram | None] = {}
-
-        def q(name: str, p: float) -> float | None:
-            if name in deltas:  # one delta per histogram, shared by its quantiles
-                h = deltas[name]
+        # Each histogram's quantiles over the window, from its delta to the baseline in one pass
+        # (a reset inside the window: as Histogram.minus, the observations since the reset)
+        quant = []
+        hists = dict(hl)
+        for name, ps in _QUANTILES:
+            h = hists.get(name)
+            if h is None:
+                quant.extend(_NONES[len(ps)])
             else:
-                h = deltas[name] = self._hist_delta(s, base, name)
-            return h.quantile(p) if h is not None and h.count > 0 else None
+                quant.extend(delta_quantiles(h, base, name, ps))
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
-        running_vals = sorted([v for v in rec.values(qa, qb, _RUNNING) if v == v])
+        window = rec.values(qa, qb, _RUNNING)  # NaN where a page lacked it; else finite (finite_scrape)
+        total = sum(window)
+        running_vals = sorted(window) if total == total else sorted([v for v in window if v == v])
         batch_p95 = None
         if running_vals:
             batch_p95 = running_vals[min(len(running_vals) - 1, int(0.95 * (len(running_vals) - 1) + 0.5))]
 
-        reqs = self._rate(ra, "requests_success")
-        hits, queries = self._rate(ra, "prefix_hits"), self._rate(ra, "prefix_queries")
+        reqs, hits, queries, preempt, gen, prompt, cpu = self._rates(ra, _RATE_IDX)
         gpu = s.gpu
-        cpu_rate = self._rate(ra, _CPU)
         mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
+        get = vals.get
         m = ReplicaMetrics(
-            kv_usage=sm.value("kv_usage"),
-            waiting=sm.value("waiting"),
-            waiting_capacity=sm.value("waiting_capacity"),
-            waiting_deferred=sm.value("waiting_deferred"),
-            running=sm.value("running"),
-            preemptions_per_s=self._rate(ra, "preemptions"),
+            get("kv_usage"), get("waiting"), get("waiting_capacity"), get("waiting_deferred"), get("running"),
+            preempt,
             # SGLang pages without the token counter still give the scheduler's own rate
-            gen_tokens_per_s=_first(self._rate(ra, "generation_tokens"), sm.value("gen_throughput")),
-            prompt_tokens_per_s=self._rate(ra, "prompt_tokens"),
-            requests_per_s=reqs,
-            prefix_hit_rate=(hits / queries) if hits is not None and queries else sm.value("cache_hit_rate"),
-            gpu_memory_pct=gpu.memory_pct if gpu else None,
-            gpu_util_pct=gpu.compute_pct if gpu else None,
-            gpu_count=len(gpu.devices) if gpu else None,
-            cpu_cores=cpu_rate,
-            ttft_p50_s=q("ttft", 0.5),
-            ttft_p95_s=q("ttft", 0.95),
-            ttft_p99_s=q("ttft", 0.99),
-            itl_p50_s=q("itl", 0.5),
-            itl_p95_s=q("itl", 0.95),
-            itl_p99_s=q("itl", 0.99),
-            e2e_p50_s=q("e2e", 0.5),
-            e2e_p95_s=q("e2e", 0.95),
-            e2e_p99_s=q("e2e", 0.99),
-            queue_p95_s=q("queue_time", 0.95),
-            batch_p95=batch_p95,
-            prompt_len_p95=q("prompt_len", 0.95),
-            gen_len_p95=q("gen_len", 0.95),
-            max_tokens_p95=q("max_tokens", 0.95),
-            max_num_seqs=_float_or_none(mns),
+            gen if gen is not None else get("gen_throughput"),
+            prompt,
+            reqs,
+            (hits / queries) if hits is not None and queries else get("cache_hit_rate"),
+            gpu.memory_pct if gpu else None,
+            gpu.compute_pct if gpu else None,
+            len(gpu.devices) if gpu else None,
+            cpu,
+            *quant[:10],  # ttft p50/95/99, itl p50/95/99, e2e p50/95/99, queue p95
+            batch_p95,
+            *quant[10:],  # prompt_len, gen_len, max_tokens p95
+            _float_or_none(mns),
         )
         if s.derived:  # values the source derived itself (Prometheus) win
             m = replace(m, **{k: v for k, v in s.derived.items() if k in _METRIC_FIELDS})  # type: ignore[arg-type]  # each field takes a float (ints are floats here)
@@ -370,5 +419,23 @@ def _float_or_none(v: str | None) -> float | None:
         return None
 
 
-def _first(*vals: float | None) -> float | None:
-    return next((v for v in vals if v is not None), None)
+def _zero_signs_equal(a: list[tuple[str, Histogram]], b: list[tuple[str, Histogram]]) -> bool:
+    """Whether the sums and counts of two equal lists of histograms that are zero have the same sign."""
+    for (_, x), (_, y) in zip(a, b, strict=True):
+        if (x.sum == 0 and copysign(1.0, x.sum) != copysign(1.0, y.sum)) or \
+                (x.count == 0 and copysign(1.0, x.count) != copysign(1.0, y.count)):
+            return False
+    return True
+
+
+def pod_values(sample: Sample) -> Mapping[str, Any]:
+    """Every pod-level value of `sample` at once: `.get(name)` is `sample.value(name)` (a page
+    of one engine: that engine's own mapping, not copied; read-only)."""
+    engines = sample.engines
+    if len(engines) == 1:
+        for e in engines.values():
+            return e.values
+    names: dict[str, None] = {}
+    for e in engines.values():
+        names.update(dict.fromkeys(e.values))
+    return {n: sample.value(n) for n in names}

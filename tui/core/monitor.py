@@ -15,7 +15,7 @@ from .diagnosis import Thresholds, diagnose
 from .finite import finite_scrape
 from .diagnosis.alarm import FleetAlarms
 from .diagnosis.imbalance import FleetImbalance
-from .history import SERIES, SPARK_POINTS, ReplicaHistory, Windows
+from .history import SPARK_POINTS, ReplicaHistory, Windows
 from .model import DOWN, OK, STALE, Evidence, Finding, FleetState, ReplicaMetrics, ReplicaView, Scrape
 from .retry import StartRetry
 from .sources.base import Source
@@ -220,17 +220,19 @@ class Monitor:
             state=state,
             finding=finding,
             metrics=h.latest,
-            series={k: h.series(k, SPARK_POINTS) for k in SERIES},
+            series=h.all_series(SPARK_POINTS),
             error=last.error if last is not None else None,
             group=(last.group if last is not None else None),
             pod=(last.pod if last is not None else None),
-            engines={e: dict(es.values) for e, es in sample.engines.items()} if sample else {},
+            # the page's own mappings, not copies: a Sample is never changed once made, nor its
+            # cache_config, nor the invalid signals of a scrape (copying them cost ~2 us a replica)
+            engines={e: es.values for e, es in sample.engines.items()} if sample else {},
             generation=sample.generation if sample else "unknown",
             engine=sample.engine if sample else "",
             model_name=sample.model_name if sample else None,
             last_ok_ts=ok.ts if ok else None,
-            cache_config=dict(sample.cache_config) if sample else {},
-            invalid=dict(self._invalid.get(name, {})),
+            cache_config=sample.cache_config if sample else {},
+            invalid=self._invalid.get(name) or {},
             warnings=sample.warnings if sample else (),
         )
 

@@ -60,6 +60,7 @@ _VSTRIDE = len(_PACKED) + 2
 WINDOW_HISTS = ("ttft", "itl", "e2e", "queue_time", "prompt_len", "gen_len", "max_tokens")
 LOOKBACK_HISTS = ("ttft", "itl", "prompt_len", "gen_len", "max_tokens")  # triage, runbook, capacity
 _NAN = float("nan")
+isinf = math.isinf
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +92,11 @@ class _Extra:
 def pack_hists(sample: Sample, names: tuple[str, ...] = WINDOW_HISTS) -> Packed | None:
     """The window histograms of `sample`, summed over engines, packed (`_pack`)."""
     return _pack([(n, h) for n in names if (h := sample.hist(n)) is not None])
+
+
+def pack_hists_of(hists: list[tuple[str, Histogram]]) -> Packed | None:
+    """(name, histogram) pairs packed (`_pack`): `pack_hists` of a page whose pairs these are."""
+    return _pack(hists)
 
 
 def _subset(packed: Packed | None, names: tuple[str, ...]) -> Packed | None:
@@ -195,7 +201,7 @@ def _pack(hists: list[tuple[str, Histogram]]) -> Packed | None:
         _BY_IDS[ids] = layout
     # built from one list, so that the array is allocated at its exact size
     try:
-        whole = list(map(int, counts))
+        whole = list(map(math.floor, counts))  # (equal to the counts only where each is whole: then int())
         packed = Packed("I", whole + array("I", array("d", tails).tobytes()).tolist()) if whole == counts else None
     except (ValueError, OverflowError):  # NaN or inf; below 0 or from 2**32 on
         packed = None
@@ -228,6 +234,62 @@ def minus_packed(newest: Histogram, packed: Packed | None, name: str) -> Histogr
         return newest  # another layout, or a reset: as Histogram.minus
     d = map(operator.sub, newest.counts, packed[o:o + len(bounds)])  # float - int: a float
     return Histogram(bounds, tuple([x if x > 0.0 else 0.0 for x in d]), newest.sum - total, newest.count - count)
+
+
+def delta_quantiles(newest: Histogram, packed: Packed | None, name: str,
+                    qs: tuple[float, ...]) -> list[float | None]:
+    """`[h.quantile(q) if h.count > 0 else None for q in qs]` of `h = minus_packed(newest, packed,
+    name)`, `qs` ascending, without building `h`: nothing observed since the baseline (a count
+    delta that is not above 0) is None at once, and the quantiles come from one walk up the
+    buckets (the delta of each bucket taken as it is reached)."""
+    nq = len(qs)
+    counts, bounds = newest.counts, newest.bounds
+    at = packed.layout.at.get(name) if packed is not None else None
+    older = None
+    n = newest.count
+    if at is not None:
+        o, j, ob = at
+        total, count = packed.pair(j)  # type: ignore[union-attr]
+        if (ob is bounds or ob == bounds) and not count > n:  # else another layout, or a reset: newest whole
+            n = n - count
+            older = packed[o:o + len(ob)]  # type: ignore[index]
+    if not n > 0 or not counts:  # (a NaN count too)
+        return [None] * nq
+    if len(counts) != len(bounds):  # a malformed histogram: the definition, with its errors
+        h = minus_packed(newest, packed, name)
+        return [h.quantile(q) for q in qs]
+    if older is None:
+        cum: Any = counts
+        top = counts[-1]
+    else:
+        top = counts[-1] - older[-1]  # float - int: a float, as Histogram.minus
+        top = top if top > 0.0 else 0.0
+        cum = None
+    if not top >= 0.0:  # ranks would not ascend with the quantiles: the definition, one by one
+        h = minus_packed(newest, packed, name)
+        return [h.quantile(q) for q in qs]
+    out: list[float | None] = []
+    k, rank = 0, qs[0] * top
+    prev_bound = prev_count = 0.0
+    it = zip(bounds, cum if cum is not None else map(operator.sub, counts, older), strict=True)  # type: ignore[arg-type]
+    for bound, c in it:
+        if cum is None:
+            c = c if c > 0.0 else 0.0
+        while c >= rank:
+            # as Histogram.quantile: in the +Inf bucket, at least the highest finite bound
+            if isinf(bound):
+                out.append(AtLeast(prev_bound))
+            elif c == prev_count:
+                out.append(bound)
+            else:
+                out.append(prev_bound + (bound - prev_bound) * (rank - prev_count) / (c - prev_count))
+            k += 1
+            if k == nq:
+                return out
+            rank = qs[k] * top
+        prev_bound, prev_count = bound, c
+    out.extend([prev_bound] * (nq - k))
+    return out
 
 
 def _unpack_all(packed: Packed | None) -> Mapping[str, Histogram]:
@@ -342,13 +404,15 @@ def _unpack_metrics(m: Sequence[float], none: int, ints: int) -> ReplicaMetrics:
                             for j, v in enumerate(m)])  # type: ignore[arg-type]
 
 
-def pack_scrape(s: Scrape | None, m: ReplicaMetrics, meta: _Meta | None, hists: Any = False) -> tuple[list[float], Any]:
+def pack_scrape(s: Scrape | None, m: ReplicaMetrics, meta: _Meta | None, hists: Any = False,
+                vals: Mapping[str, Any] | None = None) -> tuple[list[float], Any]:
     """(scrape values row, side object) for a successful scrape whose point is `m`; `meta` is
-    reused when equal; `hists` is its `pack_hists` when the caller already has it."""
+    reused when equal; `hists` is its `pack_hists` and `vals` its pod-level values (a mapping
+    whose `get` is `sample.value`) when the caller already has them."""
     if s is None or s.sample is None:
         return [_NAN] * _VSTRIDE, None
     sm = s.sample
-    get = sm.value
+    get = sm.value if vals is None else vals.get
     row = [_NAN if (v := get(n)) is None else v for n in _PACKED]
     page = None
     for n in _FROM_POINT:
@@ -413,8 +477,9 @@ class PointLog(Sequence[Any]):
         self._thin_seq = 0  # points before this one had their window histograms thinned
 
     # -- writing ------------------------------------------------------------------
-    def append(self, point: Point, scrape: Scrape | None = None, hists: Any = False) -> None:
-        row, side = pack_scrape(scrape, point[1], self._meta, hists)
+    def append(self, point: Point, scrape: Scrape | None = None, hists: Any = False,
+               vals: Mapping[str, Any] | None = None) -> None:
+        row, side = pack_scrape(scrape, point[1], self._meta, hists, vals)
         if side is not None:
             self._meta = _meta_of(side)
         self._recent.append((point, row, side))

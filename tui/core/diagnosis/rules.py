@@ -46,7 +46,7 @@ from ..history import ReplicaHistory
 from .. import verdicts as V
 from ..model import DOWN, Evidence, Finding, GpuSample, ReplicaMetrics, Scrape
 from ..signal_windows import RATE_WINDOW_S, window_text
-from .signals import Point, make_point
+from .signals import Point, make_point, with_metrics
 from .starting import starting
 from .thresholds import Thresholds
 
@@ -78,7 +78,20 @@ _OPS = {
 
 
 def cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit: str = "", note: str = "") -> Evidence:
-    """One threshold comparison; a missing value is reported as such, never as 0."""
+    """One threshold comparison; a missing value is reported as such, never as 0.
+
+    The same comparison of the same value comes back as the same (immutable) Evidence: most
+    refreshes of most replicas repeat many of theirs (an empty queue, nothing swapped), and
+    building one is most of a verdict's cost. Remembered by type too (1 and 1.0 print and
+    export differently); a NaN or a -0.0 (equal to 0.0, printed "-0") is built afresh."""
+    if (value is not None and (value != value or (value == 0 and _copysign(1.0, value) < 0))) \
+            or (thr == 0 and _copysign(1.0, thr) < 0):
+        return _cmp(signal, label, value, op, thr, unit, note)
+    return _cmp_seen(signal, label, value, op, thr, unit, note)
+
+
+def _cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit: str = "", note: str = "") -> Evidence:
+    """`cmp`, built."""
     if value is None:
         return Evidence(signal, None, thr, "missing", False, f"{label}: not exposed")
     crossed = _OPS[op](value, thr)
@@ -87,10 +100,15 @@ def cmp(signal: str, label: str, value: float | None, op: str, thr: float, unit:
     return Evidence(signal, value, thr, op, crossed, text + (f" ({note})" if note else ""))
 
 
+_cmp_seen = functools.lru_cache(maxsize=256, typed=True)(_cmp)
+_copysign = math.copysign
+
+
 def info(signal: str, value: Any, text: str) -> Evidence:
     return Evidence(signal, value, None, "info", False, text)
 
 
+@functools.lru_cache(maxsize=64)  # a few fixed lines ("GPU data absent ..."): one object each
 def missing(signal: str, text: str) -> Evidence:
     return Evidence(signal, None, None, "missing", False, text)
 
@@ -421,13 +439,18 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
         if wcap.op == "missing":  # older vLLM: the total stands in, said on its line
             drop.add("wcap")
             if wait.op != "missing":
-                ev["waiting"] = replace(wait, text=f"{wait.text} (older vLLM: not split by reason)")
+                ev["waiting"] = _with_text(wait, f"{wait.text} (older vLLM: not split by reason)")
         else:
             drop.add("waiting")
             if isinstance(wait.value, (int, float)) and wait.value != wcap.value:
-                ev["wcap"] = replace(wcap, text=f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
+                ev["wcap"] = _with_text(wcap, f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
     keys = [k for k in first if k in ev] + [k for k in ev if k not in first]
     return [ev[k] for k in keys if k not in drop]
+
+
+def _with_text(e: Evidence, text: str) -> Evidence:
+    """`replace(e, text=text)` (dataclasses.replace walks the fields on every call)."""
+    return Evidence(e.signal, e.value, e.threshold, e.op, e.crossed, text)
 
 
 # -- hysteresis state machine ------------------------------------------------------------------
@@ -469,8 +492,8 @@ class _Tracker:
             return
         # the usual interval: the longest of the recent ones (a refresh soon after another,
         # `ctrl+r`, must not make the next timed one look like an outage)
-        cadence = max((p.dt for p in self.tail if p.dt), default=None)
-        if after_failures and prev is not None and cadence and ts - prev.ts >= max(self.gap_s, 3 * cadence):
+        if after_failures and prev is not None and (cadence := max((p.dt for p in self.tail if p.dt), default=None)) \
+                and ts - prev.ts >= max(self.gap_s, 3 * cadence):
             # back after an outage (failed scrapes, often a restarted server): the old verdict
             # and its `since` describe another process; judge afresh. A gap in kvwatch's own
             # refreshes with no failed scrape is no outage: the verdict carries on.
@@ -479,7 +502,7 @@ class _Tracker:
             self.calm_n = None
         p = make_point(scrape, m, list(self.tail), self.t, self.rate_s)
         if self.tail and self.tail[-1].m is not _NO_METRICS:  # (empty after an outage)
-            self.tail[-1] = replace(self.tail[-1], m=_NO_METRICS)
+            self.tail[-1] = with_metrics(self.tail[-1], _NO_METRICS)
         self.tail.append(p)
         self.last_point = point_tuple
         self.n += 1
@@ -547,7 +570,7 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
             if p is tr.last_point or (p[0] == last_ts and p == tr.last_point):
                 idx = i
                 break
-            if pts[i][0] < last_ts:
+            if p[0] < last_ts:
                 break
         if idx is None:
             tr = None  # state carried from another history, or this one dropped the point: start over
@@ -560,9 +583,10 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     if tr is None:
         tr, start = _Tracker(t, h.windows.stale_s, rate_s=h.windows.rate_s), 0
     for i in range(start, len(pts)):
-        if pts[i][0] > now:
+        pt = pts[i]
+        if pt[0] > now:
             break
-        tr.advance(scr[i], pts[i], h.after_failures(pts[i][0]))
+        tr.advance(scr[i], pt, h.after_failures(pt[0]))
     h.diagnosis = tr
     return tr
 

@@ -214,3 +214,13 @@ def test_a_counter_step_back_is_not_a_restart():
 
     assert counter_delta([500.0, 499.0, 500.0, 499.0, 501.0]) == 1.0  # the higher base holds
     assert counter_delta([500.0, 3.0, 5.0]) == 5.0  # a restart: everything since it
+
+
+def test_batch_p95_reads_running_as_a_gauge_not_a_counter():
+    # `running` dropping from 40 to 30 (less than half: a counter would call it a step back and
+    # keep 40) is the batch getting smaller: over a window of 30s, its p95 is 30.
+    h = ReplicaHistory("r", windows=Windows(quantile_s=60.0))
+    h.add(Scrape(ts=0.0, replica="r", sample=sample(0, (0, 0, 0, 0), running=40)))
+    for t in range(1, 121):
+        h.add(Scrape(ts=float(t), replica="r", sample=sample(0, (0, 0, 0, 0), running=30)))
+    assert h.latest.batch_p95 == 30

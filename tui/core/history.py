@@ -236,12 +236,12 @@ class ReplicaHistory:
                 if last[i] is not None:  # (one never seen has no sums to compare: not counted, so
                     gaps[i] += 1  # a value a page lacks does not make each scrape's counts differ)
                 continue
+            row[i] = v  # the page's value (`running` is a gauge: its window is read as given)
             p = last[i]
             if p is not None:
                 d, v = counter_step(p, v)  # as counter_delta: a restart counts from zero
                 run[i] += d
             last[i] = v
-            row[i] = v
             row[_NVALS + i] = run[i]
         rec = self._recent
         g = tuple(gaps)

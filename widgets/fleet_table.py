@@ -289,10 +289,14 @@ class FleetTable(DataTable):
         self.refresh()
         self.move_cursor(row=order.index(keep) if keep in order else 0, animate=False)
 
+    def _row_at_line0(self) -> int:
+        """The index of the row that would be drawn on widget line 0 (row i is on line i - this)."""
+        return self.scroll_offset.y - (self.header_height if self.show_header else 0)
+
     def _rows_between(self, y0: int, y1: int) -> range:
         """Indices of the rows drawn on widget lines y0..y1-1 (rows are one line high)."""
         header = self.header_height if self.show_header else 0
-        top = self.scroll_offset.y - header
+        top = self._row_at_line0()
         return range(top + max(y0, header), min(len(self._order), top + max(y1, header)))
 
     def _freshen(self, name: str) -> bool:
@@ -314,8 +318,7 @@ class FleetTable(DataTable):
         DataTable's (keyed on _update_count) and the widget's painted lines (StylesCache),
         which would otherwise hand back the row as it was last painted."""
         order, stale, hit = self._order, self._stale, False
-        header = self.header_height if self.show_header else 0
-        top = self.scroll_offset.y - header
+        top = self._row_at_line0()
         for i in self._rows_between(y0, y1):
             if order[i] in stale and self._freshen(order[i]):
                 hit = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.ui.conftest import make_app, prime
-from tests.ui.test_uncovered_first_frame import Terminal
+from tests.ui.vtframes import Terminal
 from tui.screens.fleet import FleetScreen
 from widgets.fleet_table import FleetTable
 

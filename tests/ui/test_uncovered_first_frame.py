@@ -9,7 +9,8 @@ load caught it: the third escape's flush was [AwaitRemove(TriageScreen), _show_m
 and the fleet painted two frames between them, exactly as it was when it was covered (the clock
 at 15:08:00, `llama-8b-3 ✓ healthy 97%`), while the flash line said a later event.
 
-Every frame handed to the terminal goes through a VT emulator here, as in the pty game day.
+Every frame handed to the terminal goes through a VT emulator here (tests/ui/vtframes.py), as in
+the pty game day.
 """
 
 from __future__ import annotations
@@ -17,10 +18,8 @@ from __future__ import annotations
 import asyncio
 from typing import Callable
 
-import pyte
-from rich.console import Console
-
 from tests.ui.conftest import make_app, prime
+from tests.ui.vtframes import Terminal
 from tests.waits import eventually
 from tui.screens.detail import DetailScreen
 from tui.screens.fleet import FleetScreen
@@ -29,29 +28,6 @@ from widgets.fleet_table import FleetTable
 
 NAME = "llama-8b-turns"
 OTHER = "llama-8b-steady"
-
-
-class Terminal:
-    """What the terminal shows after each frame the app writes: (screen class, lines)."""
-
-    def __init__(self, app, cols: int, rows: int) -> None:
-        self.vt = pyte.Screen(cols, rows)
-        self.stream = pyte.Stream(self.vt)
-        self.console = Console(width=cols, height=rows, force_terminal=True, color_system="truecolor",
-                               legacy_windows=False)
-        self.frames: list[tuple[type, list[str]]] = []
-        display = app._display
-
-        def recording(screen, renderable) -> None:
-            display(screen, renderable)
-            if renderable is not None and not app._batch_count:
-                self.stream.feed(renderable.render_segments(self.console))
-                self.frames.append((type(screen), list(self.vt.display)))
-
-        app._display = recording
-
-    def of(self, cls: type) -> list[list[str]]:
-        return [lines for screen, lines in self.frames if screen is cls]
 
 
 def rows_of(lines: list[str], name: str) -> list[str]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 from typing import Callable
 
+import pytest
+
 from tests.ui.conftest import make_app, prime
 from tests.ui.vtframes import Terminal
 from tests.waits import eventually
@@ -84,9 +86,10 @@ async def _assert_uncovered_fleet_current(size: tuple[int, int], covers: Callabl
         assert any("kv-pressure" in ln for ln in rows_of(frames[-1], NAME)), "\n".join(frames[-1])
 
 
-async def test_the_fleet_uncovered_by_a_pop_is_current_in_its_first_frame_80x24():
-    await _assert_uncovered_fleet_current((80, 24), lambda: [DetailScreen(NAME)])
-
-
-async def test_the_fleet_uncovered_after_two_pops_is_current_in_its_first_frame_120x30():
-    await _assert_uncovered_fleet_current((120, 30), lambda: [DetailScreen(NAME), TriageScreen(NAME)])
+@pytest.mark.parametrize("size,covers", [
+    ((80, 24), lambda: [DetailScreen(NAME)]),
+    ((120, 30), lambda: [DetailScreen(NAME), TriageScreen(NAME)]),  # the game day's way back
+    ((160, 45), lambda: [DetailScreen(NAME), TriageScreen(NAME)]),
+], ids=["80x24", "120x30", "160x45"])
+async def test_the_fleet_uncovered_by_a_pop_is_current_from_its_first_frame(size, covers):
+    await _assert_uncovered_fleet_current(size, covers)

@@ -195,7 +195,10 @@ class KvwatchApp(App):
         for stock in [n for n in self.available_themes if n not in THEMES]:
             self.unregister_theme(stock)
         self._apply_keymap()
-        self.screen_change_signal.subscribe(self, self._show_missed)
+        # immediate: the uncovered screen must have the state before its own task repaints it
+        # from the lines it painted when it was covered (call_next queued the catch-up behind
+        # whatever the app had still to await, e.g. the removal of the screen popped before)
+        self.screen_change_signal.subscribe(self, self._show_missed, immediate=True)
         from .screens.fleet import FleetScreen
 
         self.push_screen(FleetScreen())
@@ -382,12 +385,16 @@ class KvwatchApp(App):
             show(state)
 
     def _show_missed(self, _screen=None) -> None:
-        """A screen was popped or switched: those now in view that missed draws catch up."""
-        if self.drawn is None or not self._missed:
+        """A screen was popped or switched: those now in view that missed draws catch up, at
+        once (inside pop_screen / switch_screen, before the screen can paint a frame)."""
+        if self.drawn is None or not self._missed or not self.is_running:
             return
-        for screen in self._in_view():
-            if screen in self._missed:
-                self._show(screen, self.drawn)
+        try:
+            for screen in self._in_view():
+                if screen in self._missed and not screen._closing:
+                    self._show(screen, self.drawn)
+        except Exception as error:  # a signal callback's error would only be logged: fail loudly
+            self._handle_exception(error)
 
     # -- actions ----------------------------------------------------------------
     def action_toggle_pause(self) -> None:

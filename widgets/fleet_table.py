@@ -289,10 +289,14 @@ class FleetTable(DataTable):
         self.refresh()
         self.move_cursor(row=order.index(keep) if keep in order else 0, animate=False)
 
+    def _row_at_line0(self) -> int:
+        """The index of the row that would be drawn on widget line 0 (row i is on line i - this)."""
+        return self.scroll_offset.y - (self.header_height if self.show_header else 0)
+
     def _rows_between(self, y0: int, y1: int) -> range:
         """Indices of the rows drawn on widget lines y0..y1-1 (rows are one line high)."""
         header = self.header_height if self.show_header else 0
-        top = self.scroll_offset.y - header
+        top = self._row_at_line0()
         return range(top + max(y0, header), min(len(self._order), top + max(y1, header)))
 
     def _freshen(self, name: str) -> bool:
@@ -310,11 +314,15 @@ class FleetTable(DataTable):
 
     def _freshen_lines(self, y0: int, y1: int) -> None:
         """Bring stale rows about to be drawn up to date. A row may have been drawn before it
-        went stale (then scrolled away and back), so a change must miss the render caches."""
+        went stale (then scrolled away and back), so a change must miss the render caches:
+        DataTable's (keyed on _update_count) and the widget's painted lines (StylesCache),
+        which would otherwise hand back the row as it was last painted."""
         order, stale, hit = self._order, self._stale, False
+        top = self._row_at_line0()
         for i in self._rows_between(y0, y1):
-            if order[i] in stale:
-                hit = self._freshen(order[i]) or hit
+            if order[i] in stale and self._freshen(order[i]):
+                hit = True
+                self._styles_cache.set_dirty(Region(0, i - top, self.size.width, 1))
         if hit:
             self._update_count += 1
 
@@ -327,6 +335,8 @@ class FleetTable(DataTable):
         name = row_key.value if isinstance(row_key, RowKey) else row_key
         if name in self._stale and self._freshen(name):
             self._update_count += 1
+            # read (not drawn) fresh: the line painted from the old cells must go too
+            self.refresh_row(self._order.index(name))
 
     # DataTable reads cells for drawing through get_row; callers (and tests) see current values.
     def get_row(self, row_key: RowKey | str) -> list[Text]:

@@ -59,7 +59,7 @@ def _screen_text(app) -> str:
 
 
 async def measure(replicas: int, reps: int, size: tuple[int, int],
-                  only: str = "") -> dict[str, list[tuple[float, float]]]:
+                  only: str = "", profile: str = "") -> dict[str, list[tuple[float, float]]]:
     from textual.widgets import Static
 
     from tests.ui.scripted import ScriptedSource
@@ -112,10 +112,18 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
             s.query_one("#help-table", Static).content is not None and bool(getattr(s, "rows", None))
 
     out: dict[str, list[tuple[float, float]]] = {}
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
 
     async def timed(pilot, label: str, go, ready, expect: tuple[str, ...]) -> None:
         frames.clear()
         ready_now[0] = ready
+        prof = profiler if profiler is not None and only and only in label else None
+        if prof is not None:
+            prof.enable()
         t0, c0 = time.perf_counter(), time.thread_time()
         await go()
         end = t0 + 20.0
@@ -123,6 +131,8 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
             if time.perf_counter() > end:
                 raise TimeoutError(f"{label}: no frame with the content")
             await pilot.pause()
+        if prof is not None:
+            prof.disable()
         wall, cpu, screen, _ = next(f for f in frames if f[3])
         ready_now[0] = lambda s: False
         await pilot.pause()
@@ -166,6 +176,8 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
             while app.screen is not fleet_screen:
                 await pilot.pause()
             await pilot.pause()
+    if profiler is not None:
+        profiler.dump_stats(profile)
     return out
 
 
@@ -199,10 +211,15 @@ def main() -> None:
     ap.add_argument("--against", type=Path, help="another checkout, measured in alternating rounds")
     ap.add_argument("--rounds", type=int, default=3, help="with --against: rounds per tree")
     ap.add_argument("--only", default="", help="only the screens whose label contains this")
+    ap.add_argument("--profile", default="", help="with --only: cProfile the opens into this pstats file")
     ap.add_argument("--root", type=Path, default=HERE.parents[1], help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     w, h = (int(x) for x in a.size.split("x"))
+    if a.profile:
+        sys.path.insert(0, str(a.root))
+        asyncio.run(measure(a.replicas, a.reps, (w, h), a.only, a.profile))
+        return
     if a.json:
         sys.path.insert(0, str(a.root))
         import tui

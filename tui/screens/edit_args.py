@@ -29,6 +29,7 @@ from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
 from widgets.footer import KvFooter
+from widgets.quiet import FormButton, FormInput
 from widgets.format import num, pct, rate
 
 if TYPE_CHECKING:
@@ -167,21 +168,21 @@ class EditArgsScreen(Screen):
                         if label_w > 26:  # longer flags (SGLang's) widen the label column
                             label.styles.width = label_w
                         yield label
-                        yield Input(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True)
+                        yield FormInput(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True)
                         yield Static("", classes="note", id=f"n-{name}")
                     # too narrow for the help beside the field (80x24): wrapped on its own lines
                     yield Static("", classes="note note-below", id=f"nb-{name}")
                     yield Static("", classes="err", id=f"e-{name}")
                 with Grid(id="edit-presets"):
                     for p, _, key, preset_label in self._presets():
-                        yield Button(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
+                        yield FormButton(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
             with Vertical(id="edit-side"):
                 with VerticalScroll(id="edit-diff-box"):
                     yield DiffView(self.app.palette() if hasattr(self.app, "palette") else None, id="edit-diff")
                 yield Static("", id="edit-notes")
                 with Horizontal(id="edit-actions"):
-                    yield Button("Cancel", id="edit-cancel", compact=True)
-                    yield Button("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
+                    yield FormButton("Cancel", id="edit-cancel", compact=True)
+                    yield FormButton("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:

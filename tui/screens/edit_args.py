@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Static
 
 from tui.actions import PRESET_KEYS, bindings
 from tui.core import engines
@@ -28,6 +28,7 @@ from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo, EditArg
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
+from widgets.field_row import INPUT_W, FieldRow
 from widgets.footer import KvFooter
 from widgets.quiet import FormButton, FormInput
 from widgets.format import num, pct, rate
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 
 NOTE_MIN = 30  # columns of help text beside a field, else it wraps below it
+LABEL_W = 26  # the flags' column
 
 
 def _field_id(name: str) -> str:
@@ -55,14 +57,8 @@ class EditArgsScreen(Screen):
     EditArgsScreen #edit-main { height: 1fr; }
     EditArgsScreen #edit-fields { width: 3fr; max-width: 96; height: 1fr; padding: 0 1; }
     EditArgsScreen #edit-side { width: 2fr; height: 1fr; padding: 0 1; }
-    EditArgsScreen .row { height: 1; }
-    EditArgsScreen .row Label { width: 26; }
-    EditArgsScreen .row Input { width: 16; }
     EditArgsScreen .row Input.-invalid { background: $error 30%; }
-    EditArgsScreen .row .note { width: 1fr; height: 1; color: $text-muted; padding: 0 0 0 1; text-wrap: nowrap;
-        text-overflow: ellipsis; }
     EditArgsScreen .note-below { display: none; height: auto; color: $text-muted; padding: 0 0 0 2; }
-    EditArgsScreen.-narrow .row .note { display: none; }
     EditArgsScreen.-narrow .note-below { display: block; }
     EditArgsScreen .err { height: auto; color: $error; padding: 0 0 0 2; }
     EditArgsScreen #edit-presets { height: auto; margin: 1 0 0 0; grid-size: 3; grid-gutter: 0 1; }
@@ -163,13 +159,10 @@ class EditArgsScreen(Screen):
                         suggest = SuggestFromList(["true", "false"])
                     elif spec.kind == "choice":
                         suggest = SuggestFromList(list(spec.choices))
-                    with Horizontal(classes="row"):
-                        label = Label(f"--{name}")
-                        if label_w > 26:  # longer flags (SGLang's) widen the label column
-                            label.styles.width = label_w
-                        yield label
-                        yield FormInput(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True)
-                        yield Static("", classes="note", id=f"n-{name}")
+                    # longer flags (SGLang's) widen the label column
+                    yield FieldRow(f"--{name}", max(label_w, LABEL_W), FormInput(
+                        id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True),
+                        classes="row", id=f"r-{name}")
                     # too narrow for the help beside the field (80x24): wrapped on its own lines
                     yield Static("", classes="note note-below", id=f"nb-{name}")
                     yield Static("", classes="err", id=f"e-{name}")
@@ -197,8 +190,11 @@ class EditArgsScreen(Screen):
     def on_resize(self) -> None:
         fields = self.query_one("#edit-fields")
         # label 26 + input 16 + the help: under NOTE_MIN columns of help, it goes below the field
-        narrow = bool(fields.size.width) and fields.size.width - 2 - 26 - 16 < NOTE_MIN
-        self.set_class(narrow, "-narrow")
+        narrow = bool(fields.size.width) and fields.size.width - 2 - LABEL_W - INPUT_W < NOTE_MIN
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            for row in self.query(FieldRow):
+                row.set_note(row.note, show=not narrow)
         side = self.query_one("#edit-side")
         # the apply button keeps its key in sight when the side panel is narrow (80 columns)
         self.query_one("#edit-apply", Button).label = "Review (f8)" if 0 < side.size.width < 34 else "Review & apply (f8)"
@@ -283,8 +279,8 @@ class EditArgsScreen(Screen):
                 note = "not set; the engine reports " + A.format_value(self.observed[name])
             else:
                 note = "not set; " + self.engine.arg_specs[name].note
-            for where in ("n", "nb"):
-                self.query_one(f"#{where}-{name}", Static).update(Text(clean(note)))
+            self.query_one(f"#nb-{name}", Static).update(Text(clean(note)))
+            self.query_one(f"#r-{name}", FieldRow).set_note(Text(clean(note)))
         self.query_one("#" + _field_id(self.engine.editable[0]), Input).focus()
         done = []
         for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied

@@ -146,3 +146,32 @@ async def test_a_narrow_footer_is_built_narrow_once():
         assert seen[0] == settled  # the same widgets as in the first frame: never rebuilt
         assert not any(k.has_class("-command-palette") for k in settled)
         assert all(k.compact for k in settled)
+
+
+async def test_opening_the_detail_draws_its_plots_once(monkeypatch):
+    """The first layout after opening is a resize: redrawing the series there rebuilt all six
+    plots a second time (~40 ms on a loaded machine), just after (or before) the first frame."""
+    draws: list[object] = []
+    draw = DetailScreen._draw
+
+    def counting(self, *a) -> None:
+        draws.append(self)
+        draw(self, *a)
+
+    monkeypatch.setattr(DetailScreen, "_draw", counting)
+    resized: list[object] = []
+    on_resize = DetailScreen.on_resize
+
+    def seen_resize(self) -> None:
+        resized.append(self)
+        on_resize(self)
+
+    monkeypatch.setattr(DetailScreen, "on_resize", seen_resize)
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 4)
+        await app.push_screen(DetailScreen("llama-8b-7d9f-abcde"))  # in kv-pressure: with plots
+        await _until(pilot, lambda: isinstance(app.screen, DetailScreen) and resized)
+        await pilot.pause()
+        assert app.screen._pts and not app.screen.has_class("-numbers")  # plots, as drawn on opening
+        assert len(draws) == 1, draws

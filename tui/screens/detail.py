@@ -148,7 +148,10 @@ class DetailScreen(Screen):
         open_gpu(self.app, self.replica)
 
     def on_resize(self) -> None:
-        if self._pts:
+        # the plots size themselves when drawn (a resize repaints them): only a switch between
+        # plots and numbers needs the series again. The first layout after opening is a resize
+        # too, and redrawing there drew all six plots twice.
+        if self._pts and self._plots_fit() == self.has_class("-numbers"):
             self._draw(self._pts, self.frozen_at or self.app.monitor.state.ts)
 
     def _plots_fit(self) -> bool:

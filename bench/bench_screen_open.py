@@ -47,11 +47,17 @@ def _text(content) -> str:
 
 
 def _footer_ready(screen) -> bool:
-    """Keys in the footer, where the screen has one."""
-    from textual.widgets import Footer
-    from textual.widgets._footer import FooterKey
+    """Keys in the footer, where the screen has one (one widget drawing them all, or, in older
+    trees, Textual's footer: a widget per key)."""
+    from widgets.footer import KvFooter
 
-    return not screen.query(Footer) or bool(screen.query(FooterKey))
+    try:
+        from widgets.footer import footer_keys
+    except ImportError:
+        from textual.widgets._footer import FooterKey
+
+        return not screen.query(KvFooter) or bool(screen.query(FooterKey))
+    return not screen.query(KvFooter) or bool(footer_keys(screen))
 
 
 def _screen_text(app) -> str:

@@ -1,13 +1,13 @@
-"""Opening a screen: its footer's keys are in its first frame, and the footer is rebuilt only
-when what it shows changes (each rebuild of Textual's footer is ~40 ms on a loaded machine, and
-one screen open signalled it up to four times)."""
+"""Opening a screen: its footer's keys are in its first frame, drawn by one widget (Textual's
+footer was a widget per key, each composed, styled, laid out and painted on every opening), and
+repainted only when what it shows changes."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
-from textual.widgets._footer import FooterKey
+from widgets.footer import footer_keys
 
 from tests.ui.conftest import make_app, prime
 from tui.core.cluster.audit import AuditLog
@@ -32,7 +32,7 @@ def _first_frames(app) -> list[tuple[object, list[str]]]:
     def recording(screen, renderable) -> None:
         display(screen, renderable)
         if renderable is not None:
-            frames.append((screen, [k.key for k in screen.query(FooterKey)]))
+            frames.append((screen, [k.key for k in footer_keys(screen)]))
 
     app._display = recording
     return frames
@@ -61,23 +61,54 @@ async def test_a_screen_opens_with_its_footer_keys_in_its_first_frame():
             await _until(pilot, lambda cls=cls: not isinstance(app.screen, cls))
 
 
-async def test_the_footer_is_rebuilt_only_when_its_keys_change():
+async def test_the_footer_is_one_widget_repainted_only_when_its_keys_change():
+    from widgets.footer import KvFooter
+
     app = _app_with_cluster()
     async with app.run_test(size=(160, 45)) as pilot:
         await prime(pilot, 3)
         await pilot.press("t")
-        await _until(pilot, lambda: isinstance(app.screen, TriageScreen) and app.screen.query(FooterKey))
+        await _until(pilot, lambda: isinstance(app.screen, TriageScreen) and footer_keys(app.screen))
         await pilot.pause()
-        before = list(app.screen.query(FooterKey))
+        footer = app.screen.query_one(KvFooter)
+        assert not footer.children  # the keys are its text, not widgets of their own
+        painted: list[object] = []
+        refresh = footer.refresh
+
+        def counting(*a, **kw):
+            painted.append(a)
+            return refresh(*a, **kw)
+
+        footer.refresh = counting
         app.refresh_bindings()  # "the bindings may have changed": they did not
         await pilot.pause()
         await pilot.pause()
-        assert list(app.screen.query(FooterKey)) == before  # the same widgets: not rebuilt
-        shown = {k.key for k in before}
+        assert painted == []
+        before = footer_keys(app.screen)
         app.readonly = True  # the mitigation keys go: the footer must follow
         app.refresh_bindings()
-        await _until(pilot, lambda: {k.key for k in app.screen.query(FooterKey)} != shown)
-        assert {k.key for k in app.screen.query(FooterKey)} < shown
+        shown = {k.key for k in before}
+        await _until(pilot, lambda: {k.key for k in footer_keys(app.screen)} != shown)
+        assert {k.key for k in footer_keys(app.screen)} < shown
+        gone = [k.description for k in before if k.key not in {k.key for k in footer_keys(app.screen)}]
+        assert gone
+
+        def line() -> str:
+            return app.screen._compositor.render_strips()[footer.region.y].text
+
+        await _until(pilot, lambda: not any(d in line() for d in gone))  # and draws it
+        assert "Help" in line(), line()
+
+
+async def test_a_click_on_a_footer_key_presses_it():
+    from tui.screens.help import HelpScreen
+
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        help_key = next(k for k in footer_keys(app.screen) if k.key == "question_mark")
+        await pilot.click(offset=(help_key.region.x + 1, help_key.region.y))
+        await _until(pilot, lambda: isinstance(app.screen, HelpScreen))
 
 
 async def test_the_edit_form_gives_focus_straight_to_its_first_field():
@@ -123,29 +154,29 @@ async def test_an_edit_form_that_cannot_read_its_deployment_says_why_and_keeps_k
         await _until(pilot, lambda: app.screen is not form)
 
 
-async def test_a_narrow_footer_is_built_narrow_once():
-    """At 80 columns the footer is compact and without the palette key from its first frame:
-    switching after mount rebuilt it, and restyled every key."""
+async def test_a_narrow_footer_is_compact_without_the_palette_key():
+    """At 80 columns the keys close up (one blank between them) and the docked "^p palette"
+    is left out, from the first frame."""
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await prime(pilot, 3)
-        seen: list[list[FooterKey]] = []
+        seen: list[list] = []
         display = app._display
 
         def recording(screen, renderable) -> None:
             display(screen, renderable)
             if renderable is not None and isinstance(screen, TriageScreen):
-                seen.append(list(screen.query(FooterKey)))
+                seen.append(footer_keys(screen))
 
         app._display = recording
         await pilot.press("t")
         await _until(pilot, lambda: len(seen) >= 1)
-        for _ in range(5):
-            await pilot.pause()
-        settled = list(app.screen.query(FooterKey))
-        assert seen[0] == settled  # the same widgets as in the first frame: never rebuilt
-        assert not any(k.has_class("-command-palette") for k in settled)
-        assert all(k.compact for k in settled)
+        first = seen[0]
+        assert first and not any(k.palette for k in first)
+        assert all(k.compact for k in first)
+        assert [k.key for k in first[:2]] == ["question_mark", "q"]
+        line = app.screen._compositor.render_strips()[-1].text
+        assert line.startswith("? Help q Quit "), line
 
 
 async def test_opening_the_detail_draws_its_plots_once(monkeypatch):

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Sequence
 from textual.containers import Grid, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from tui.actions import bindings
 from tui.core.model import FleetState, ReplicaMetrics, ReplicaView
 from tui.core.signal_windows import RATE_WINDOW_S, window_text
 from tui.core.textsafe import clean
+from widgets.fast_plot import FastPlot
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
 from widgets.verdict import colour_var, label
@@ -126,7 +126,7 @@ class DetailScreen(Screen):
             yield Static("", id="plot-numbers")
             with Grid(id="plots"):
                 for pid, *_ in PLOTS:
-                    yield PlotextPlot(id=pid)
+                    yield FastPlot(id=pid)
         yield KvFooter()
 
     def on_mount(self) -> None:
@@ -205,7 +205,7 @@ class DetailScreen(Screen):
         if self.frozen_at is not None:
             xlabel = f"seconds before gone {time.strftime('%H:%M:%S', time.localtime(self.frozen_at))}"
         for pid, title, series, yr in PLOTS:
-            plot = self.query_one(f"#{pid}", PlotextPlot)
+            plot = self.query_one(f"#{pid}", FastPlot)
             plt = plot.plt
             plt.clear_data()
             plt.clear_figure()

@@ -23,6 +23,8 @@ _SGR = re.compile(r"(\x1b\[[0-9;]*m)")
 
 
 class FastPlot(PlotextPlot):
+    drawn = False  # whether a series was ever set (a blank figure needs no clearing)
+
     def _render_content(self) -> None:
         width, height = self.size
         plot = self._plot

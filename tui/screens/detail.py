@@ -207,8 +207,10 @@ class DetailScreen(Screen):
         for pid, title, series, yr in PLOTS:
             plot = self.query_one(f"#{pid}", FastPlot)
             plt = plot.plt
-            plt.clear_data()
-            plt.clear_figure()
+            if plot.drawn:  # a new plot's figure is blank: clearing it again copies its defaults (~1 ms)
+                plt.clear_data()
+                plt.clear_figure()
+            plot.drawn = True
             plt.title(title)
             for attr, legend in series:
                 ys = [getattr(m, attr) for _, m in pts]

@@ -163,9 +163,8 @@ class EditArgsScreen(Screen):
                     yield FieldRow(f"--{name}", max(label_w, LABEL_W), FormInput(
                         id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True),
                         classes="row", id=f"r-{name}")
-                    # too narrow for the help beside the field (80x24): wrapped on its own lines
-                    yield Static("", classes="note note-below", id=f"nb-{name}")
-                    yield Static("", classes="err", id=f"e-{name}")
+                    # below the row, mounted when first needed (_below): the help when too narrow
+                    # for it beside the field (80x24), then the field's error
                 with Grid(id="edit-presets"):
                     for p, _, key, preset_label in self._presets():
                         yield FormButton(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
@@ -177,6 +176,20 @@ class EditArgsScreen(Screen):
                     yield FormButton("Cancel", id="edit-cancel", compact=True)
                     yield FormButton("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
+
+    def _below(self, kind: str, name: str, create: bool = True) -> Static | None:
+        """The line under a field's row: its help ("nb", shown when narrow) or its error ("e"),
+        mounted the first time it has something to say (most forms never show either: 18
+        widgets fewer to build on opening)."""
+        found = self.query(f"#{kind}-{name}")
+        if found:
+            return found.first(Static)
+        if not create:
+            return None
+        line = Static("", classes="note note-below" if kind == "nb" else "err", id=f"{kind}-{name}")
+        above = self.query(f"#nb-{name}") if kind == "e" else None
+        self.query_one("#edit-fields").mount(line, after=above.first() if above else self.query_one(f"#r-{name}"))
+        return line
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         # Textual restyles a screen's whole tree on every resume (for a theme changed while it
@@ -193,8 +206,11 @@ class EditArgsScreen(Screen):
         narrow = bool(fields.size.width) and fields.size.width - 2 - LABEL_W - INPUT_W < NOTE_MIN
         if narrow != self.has_class("-narrow"):
             self.set_class(narrow, "-narrow")
-            for row in self.query(FieldRow):
+            for name in self.engine.editable:
+                row = self.query_one(f"#r-{name}", FieldRow)
                 row.set_note(row.note, show=not narrow)
+                if narrow and row.note:
+                    self._below("nb", name).update(row.note)
         side = self.query_one("#edit-side")
         # the apply button keeps its key in sight when the side panel is narrow (80 columns)
         self.query_one("#edit-apply", Button).label = "Review (f8)" if 0 < side.size.width < 34 else "Review & apply (f8)"
@@ -279,8 +295,9 @@ class EditArgsScreen(Screen):
                 note = "not set; the engine reports " + A.format_value(self.observed[name])
             else:
                 note = "not set; " + self.engine.arg_specs[name].note
-            self.query_one(f"#nb-{name}", Static).update(Text(clean(note)))
             self.query_one(f"#r-{name}", FieldRow).set_note(Text(clean(note)))
+            if self.has_class("-narrow"):
+                self._below("nb", name).update(Text(clean(note)))
         self.query_one("#" + _field_id(self.engine.editable[0]), Input).focus()
         done = []
         for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied
@@ -327,8 +344,10 @@ class EditArgsScreen(Screen):
                 errors["_"] = str(e)
         for name in self.engine.editable:
             msg = errors.get(name, "")
-            self.query_one(f"#e-{name}", Static).update(Text(clean(msg)) if msg else "")
-            self.query_one(f"#e-{name}", Static).display = bool(msg)
+            err = self._below("e", name, create=bool(msg))
+            if err is not None:
+                err.update(Text(clean(msg)) if msg else "")
+                err.display = bool(msg)
             self.query_one("#" + _field_id(name), Input).set_class(bool(msg), "-invalid")
         if errors.get("_"):
             notes.insert(0, notes_text("cannot rewrite the container", [errors["_"]], "bold red", "x "))

@@ -21,10 +21,13 @@ class StyledWhenMounted:
 
 class FormInput(StyledWhenMounted, Input):
     """An Input styled once on mount; with no validators it starts `-valid` (Textual adds that
-    class on the first value set, restyling the widget for a class no rule reads)."""
+    class on the first value set, restyling the widget for a class no rule reads); `can_focus`
+    off: out of reach of keys and clicks (a form not filled yet) without the restyle of
+    disabling it."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, can_focus: bool = True, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.can_focus = can_focus
         if not self.validators:
             self.add_class("-valid", update=False)
 

@@ -206,3 +206,84 @@ async def test_opening_the_detail_draws_its_plots_once(monkeypatch):
         await pilot.pause()
         assert app.screen._pts and not app.screen.has_class("-numbers")  # plots, as drawn on opening
         assert len(draws) == 1, draws
+
+
+async def _form_open_counts(app, pilot, form) -> tuple[int, int]:
+    """(widgets in the form, style passes over its widgets) up to its first frame with the
+    Deployment's values."""
+    from textual.css.stylesheet import Stylesheet
+    from textual.widget import Widget
+
+    applied: list[object] = []
+    form_nodes: set[object] = set()
+    apply = Stylesheet.apply
+
+    def counting(self, node, *a, **kw):
+        if isinstance(node, Widget):
+            applied.append(node)
+        return apply(self, node, *a, **kw)
+
+    frames: list[bool] = []
+    display = app._display
+
+    def recording(screen, renderable) -> None:
+        display(screen, renderable)
+        if renderable is not None and screen is form:
+            frames.append(form.cmd is not None)
+
+    app._display = recording
+    Stylesheet.apply = counting
+    try:
+        await app.push_screen(form)
+        await _until(pilot, lambda: any(frames))
+    finally:
+        Stylesheet.apply = apply
+        app._display = display
+    form_nodes.update(form.walk_children())  # the nodes styled, counted once known
+    return len(form_nodes), sum(1 for n in applied if n is form or n in form_nodes)
+
+
+async def test_the_edit_form_builds_and_styles_few_widgets():
+    """The form was ~80 widgets, most of them restyled two or three times while opening (for
+    `compact`, `disabled`, the first value): 250 style passes, a third of opening it."""
+    from tui.screens.edit_args import EditArgsScreen
+
+    app = _app_with_cluster()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        widgets, passes = await _form_open_counts(app, pilot, form)
+        assert widgets <= 40, widgets
+        assert passes <= widgets + 10, (widgets, passes)
+
+
+async def test_an_edit_form_still_reading_shows_its_fields_disabled_then_fills_them():
+    import asyncio
+
+    from textual.widgets import Input
+
+    from tui.screens.edit_args import EditArgsScreen
+
+    app = _app_with_cluster()
+    gate = asyncio.Event()
+    read = app.cluster.get_deployment
+
+    async def slow(*a, **kw):
+        await gate.wait()
+        return await read(*a, **kw)
+
+    app.cluster.get_deployment = slow
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        await app.push_screen(form)
+        await _until(pilot, lambda: app.screen is form and form._resumed)
+        fields = list(form.query("#edit-fields Input"))
+        assert fields and all(f.disabled for f in fields)
+        await pilot.press("tab", "9")  # nothing takes the keys while reading
+        assert form.focused is None or not isinstance(form.focused, Input)
+        gate.set()
+        await _until(pilot, lambda: form.cmd is not None)
+        await pilot.pause()
+        assert not any(f.disabled for f in fields)
+        assert form.focused is form.query_one("#f-max-num-seqs")

@@ -161,7 +161,7 @@ class EditArgsScreen(Screen):
                         suggest = SuggestFromList(list(spec.choices))
                     # longer flags (SGLang's) widen the label column
                     yield FieldRow(f"--{name}", max(label_w, LABEL_W), FormInput(
-                        id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True),
+                        id=_field_id(name), suggester=suggest, select_on_focus=True, compact=True, can_focus=False),
                         classes="row", id=f"r-{name}")
                     # below the row, mounted when first needed (_below): the help when too narrow
                     # for it beside the field (80x24), then the field's error
@@ -198,7 +198,19 @@ class EditArgsScreen(Screen):
         if not self._resumed:
             self._resumed = True
             event.refresh_styles = False
+            if self.cmd is None:  # still reading: the fields look disabled until filled
+                self._set_fields_disabled(True)
         super()._on_screen_resume(event)
+
+    def _set_fields_disabled(self, disabled: bool) -> None:
+        """The fields are built enabled but out of reach (not focusable) until the Deployment is
+        read: enabling nine disabled Inputs restyled each (~1 ms apiece) on every opening, where
+        the read is usually done before the first frame. Disabled (dimmed) only while it is not."""
+        for name in self.engine.editable:
+            box = self.query_one("#" + _field_id(name), Input)
+            box.can_focus = not disabled
+            if box.disabled != disabled:
+                box.disabled = disabled
 
     def on_resize(self) -> None:
         fields = self.query_one("#edit-fields")
@@ -269,6 +281,8 @@ class EditArgsScreen(Screen):
         if self.load_error:
             self.query_one("#edit-diff", DiffView).show("")
             self.query_one("#edit-notes", Static).update(notes_text("cannot edit", [self.load_error], "bold red", "x "))
+            if self.cmd is None:
+                self._set_fields_disabled(True)
             if self.focused is None:  # nothing to type into: the keys scroll the (disabled) fields
                 self.query_one("#edit-fields").focus()
         elif note:
@@ -288,7 +302,6 @@ class EditArgsScreen(Screen):
             default = A.eff_before(self.cmd, name, self.observed) if not written else None
             shown = A.format_value(default) if default is not None else ("(model)" if name in ("max-model-len", "context-length") else "none")
             box.placeholder = "" if written else "default " + shown
-            box.disabled = False
             if val is not None:
                 note = "env $" + val.env_var if val.env_var else "set in the " + ("script" if self.cmd.form == "shell" else "args")
             elif self.observed.get(name) is not None:
@@ -298,6 +311,7 @@ class EditArgsScreen(Screen):
             self.query_one(f"#r-{name}", FieldRow).set_note(Text(clean(note)))
             if self.has_class("-narrow"):
                 self._below("nb", name).update(Text(clean(note)))
+        self._set_fields_disabled(False)
         self.query_one("#" + _field_id(self.engine.editable[0]), Input).focus()
         done = []
         for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied

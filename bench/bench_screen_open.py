@@ -2,7 +2,7 @@
 the screen's content.
 
     .venv/bin/python bench/bench_screen_open.py [--replicas 64] [--reps 15] [--size 160x45]
-        [--against OLD_TREE] [--rounds 3]
+        [--against OLD_TREE] [--rounds 3] [--only SCREEN [--profile FILE.pstats]]
 
 Headless (Textual's test driver: every frame is composed and rendered as for a terminal, only
 not written), the stepped simulated cluster behind the mitigation keys, a fleet primed with 8
@@ -17,7 +17,10 @@ A placeholder ("reading...", an empty footer) does not count. After each open, o
 settled, the screen's text is checked for what the open was to show (the replica's name, the
 footer's "Help"), so a predicate that lied would stop the run. The time is wall-clock (what
 the user waits) and the process's CPU time over the same span (what the open costs, less
-dependent on what else the machine runs).
+dependent on what else the machine runs). "gc max (n)": the longest garbage collection inside
+one open, and how many opens had one over 20 ms: the command collects rarely (tui/core/perf.py)
+but then for up to ~0.4 s at 64 replicas, and the p95 of a long run is where one lands.
+`--profile` writes cProfile's figures for the opens of the screens `--only` names (one tree).
 
 `--against OLD_TREE` runs the same measurement on another checkout (e.g. `git worktree add
 /tmp/open-base main`) in alternating rounds, so both see the same load; it prints both and
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -65,7 +69,7 @@ def _screen_text(app) -> str:
 
 
 async def measure(replicas: int, reps: int, size: tuple[int, int],
-                  only: str = "", profile: str = "") -> dict[str, list[tuple[float, float]]]:
+                  only: str = "", profile: str = "") -> dict[str, list[tuple[float, float, float]]]:
     from textual.widgets import Static
 
     from tests.ui.scripted import ScriptedSource
@@ -83,6 +87,16 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
     from tui.screens.triage import TriageScreen
 
     tune_gc()  # the collector as the command sets it (tui/cli.py): collections are rare there
+    gc_s = [0.0]  # seconds spent collecting so far (a collection in an open is part of its time)
+    gc_t0 = [0.0]
+
+    def gc_timing(phase: str, _info: dict) -> None:
+        if phase == "start":
+            gc_t0[0] = time.perf_counter()
+        else:
+            gc_s[0] += time.perf_counter() - gc_t0[0]
+
+    gc.callbacks.append(gc_timing)
     profiles = {f"llama-8b-7d9f-{i:05d}": KINDS[i % len(KINDS)] for i in range(replicas)}
     app = KvwatchApp(Monitor(ScriptedSource(profiles)), 1.0, autostart=False, config=Config(bell=False))
     fleet = SimFleet("long-prompts", replicas=2, seed=3, start_time=1.75e9)
@@ -117,7 +131,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
         return isinstance(s, HelpScreen) and bool(s.query("#help-table")) and \
             s.query_one("#help-table", Static).content is not None and bool(getattr(s, "rows", None))
 
-    out: dict[str, list[tuple[float, float]]] = {}
+    out: dict[str, list[tuple[float, float, float]]] = {}
     profiler = None
     if profile:
         import cProfile
@@ -130,7 +144,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
         prof = profiler if profiler is not None and only and only in label else None
         if prof is not None:
             prof.enable()
-        t0, c0 = time.perf_counter(), time.thread_time()
+        t0, c0, g0 = time.perf_counter(), time.thread_time(), gc_s[0]
         await go()
         end = t0 + 20.0
         while not any(ok for *_, ok in frames):
@@ -146,7 +160,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
         missing = [e for e in expect if e not in text]
         if missing:
             raise AssertionError(f"{label}: the frame said ready but the screen lacks {missing}:\n{text}")
-        out.setdefault(label, []).append((wall - t0, cpu - c0))
+        out.setdefault(label, []).append((wall - t0, cpu - c0, gc_s[0] - g0))
 
     async with app.run_test(size=size) as pilot:
         for _ in range(8):
@@ -203,10 +217,15 @@ def _run_tree(tree: Path, a) -> dict[str, list[list[float]]]:
     return json.loads(res.stdout)
 
 
-def _row(xs: list[list[float]]) -> tuple[float, float, float, float]:
-    wall = [w for w, _ in xs]
-    cpu = [c for _, c in xs]
-    return 1000 * statistics.median(wall), 1000 * p95(wall), 1000 * statistics.median(cpu), 1000 * p95(cpu)
+def _row(xs: list[list[float]]) -> tuple[float, float, float, float, float, int]:
+    """wall median, p95, CPU median, p95, the longest collection inside an open, and how many
+    opens had one of over 20 ms (the collector runs rarely but long: it sets the p95 when one
+    lands in an open)."""
+    wall = [x[0] for x in xs]
+    cpu = [x[1] for x in xs]
+    gcs = [x[2] if len(x) > 2 else 0.0 for x in xs]
+    return (1000 * statistics.median(wall), 1000 * p95(wall), 1000 * statistics.median(cpu), 1000 * p95(cpu),
+            1000 * max(gcs), sum(1 for g in gcs if g > 0.02))
 
 
 def main() -> None:
@@ -244,15 +263,17 @@ def main() -> None:
     load = os.getloadavg()[0]
     n = len(next(iter(res["this tree"].values())))
     print(f"screen open, {a.replicas} replicas, {w}x{h}, {n} opens each, load {load:.1f} at the end (ms)")
-    print(f"{'screen':<20} {'wall med':>8} {'p95':>6} {'cpu med':>8} {'p95':>6}" +
-          (f" | {'against: wall med':>17} {'p95':>6} {'cpu med':>8} {'p95':>6} | {'ratio wall/cpu med':>18}"
+    print(f"{'screen':<20} {'wall med':>8} {'p95':>6} {'cpu med':>8} {'p95':>6} {'gc max (n)':>11}" +
+          (f" | {'against: wall med':>17} {'p95':>6} {'cpu med':>8} {'p95':>6} {'gc max (n)':>11}"
+           f" | {'ratio wall/cpu med':>18}"
            if a.against else ""))
     for label, xs in res["this tree"].items():
         r = _row(xs)
-        line = f"{label:<20} {r[0]:8.0f} {r[1]:6.0f} {r[2]:8.0f} {r[3]:6.0f}"
+        line = f"{label:<20} {r[0]:8.0f} {r[1]:6.0f} {r[2]:8.0f} {r[3]:6.0f} {r[4]:6.0f} ({r[5]:2d})"
         if a.against and label in res["against"]:
             o = _row(res["against"][label])
-            line += f" | {o[0]:17.0f} {o[1]:6.0f} {o[2]:8.0f} {o[3]:6.0f} | {r[0] / o[0]:8.2f} / {r[2] / o[2]:.2f}"
+            line += (f" | {o[0]:17.0f} {o[1]:6.0f} {o[2]:8.0f} {o[3]:6.0f} {o[4]:6.0f} ({o[5]:2d})"
+                     f" | {r[0] / o[0]:8.2f} / {r[2] / o[2]:.2f}")
         print(line)
 
 

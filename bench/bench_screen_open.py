@@ -20,7 +20,7 @@ the user waits) and the process's CPU time over the same span (what the open cos
 dependent on what else the machine runs). "gc max (n)": the longest garbage collection inside
 one open, and how many opens had one over 20 ms: the command collects rarely (tui/core/perf.py)
 but then for up to ~0.4 s at 64 replicas, and the p95 of a long run is where one lands.
-`--profile` writes cProfile's figures for the opens of the screens `--only` names (one tree).
+`--no-gc` turns the collector off (a diagnostic: the screens' own cost); `--profile` writes cProfile's figures for the opens of the screens `--only` names (one tree).
 
 `--against OLD_TREE` runs the same measurement on another checkout (e.g. `git worktree add
 /tmp/open-base main`) in alternating rounds, so both see the same load; it prints both and
@@ -69,7 +69,7 @@ def _screen_text(app) -> str:
 
 
 async def measure(replicas: int, reps: int, size: tuple[int, int],
-                  only: str = "", profile: str = "") -> dict[str, list[tuple[float, float, float]]]:
+                  only: str = "", profile: str = "", no_gc: bool = False) -> dict[str, list[tuple[float, float, float]]]:
     from textual.widgets import Static
 
     from tests.ui.scripted import ScriptedSource
@@ -97,6 +97,8 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
             gc_s[0] += time.perf_counter() - gc_t0[0]
 
     gc.callbacks.append(gc_timing)
+    if no_gc:  # diagnostic: the screens' own cost, without the collector's pauses
+        gc.disable()
     profiles = {f"llama-8b-7d9f-{i:05d}": KINDS[i % len(KINDS)] for i in range(replicas)}
     app = KvwatchApp(Monitor(ScriptedSource(profiles)), 1.0, autostart=False, config=Config(bell=False))
     fleet = SimFleet("long-prompts", replicas=2, seed=3, start_time=1.75e9)
@@ -210,7 +212,7 @@ def _run_tree(tree: Path, a) -> dict[str, list[list[float]]]:
     """One round of this measurement on `tree`'s code, in a process of its own."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     cmd = [sys.executable, str(HERE), "--replicas", str(a.replicas), "--reps", str(a.reps), "--size", a.size,
-           "--root", str(tree), "--json", "--only", a.only]
+           "--root", str(tree), "--json", "--only", a.only] + (["--no-gc"] if a.no_gc else [])
     res = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, check=False)
     if res.returncode:
         raise SystemExit(f"{tree}: {res.stderr[-2000:]}")
@@ -236,6 +238,7 @@ def main() -> None:
     ap.add_argument("--against", type=Path, help="another checkout, measured in alternating rounds")
     ap.add_argument("--rounds", type=int, default=3, help="with --against: rounds per tree")
     ap.add_argument("--only", default="", help="only the screens whose label contains this")
+    ap.add_argument("--no-gc", action="store_true", help="diagnostic: the collector off (the screens' own cost)")
     ap.add_argument("--profile", default="", help="with --only: cProfile the opens into this pstats file")
     ap.add_argument("--root", type=Path, default=HERE.parents[1], help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
@@ -250,7 +253,7 @@ def main() -> None:
         import tui
 
         assert Path(tui.__file__).resolve().is_relative_to(a.root.resolve()), (tui.__file__, a.root)
-        print(json.dumps(asyncio.run(measure(a.replicas, a.reps, (w, h), a.only))))
+        print(json.dumps(asyncio.run(measure(a.replicas, a.reps, (w, h), a.only, no_gc=a.no_gc))))
         return
     trees = {"this tree": HERE.parents[1]}
     if a.against:
@@ -262,7 +265,8 @@ def main() -> None:
                 res[k].setdefault(label, []).extend(xs)
     load = os.getloadavg()[0]
     n = len(next(iter(res["this tree"].values())))
-    print(f"screen open, {a.replicas} replicas, {w}x{h}, {n} opens each, load {load:.1f} at the end (ms)")
+    print(f"screen open, {a.replicas} replicas, {w}x{h}, {n} opens each, load {load:.1f} at the end (ms)"
+          + (", the collector OFF (diagnostic)" if a.no_gc else ""))
     print(f"{'screen':<20} {'wall med':>8} {'p95':>6} {'cpu med':>8} {'p95':>6} {'gc max (n)':>11}" +
           (f" | {'against: wall med':>17} {'p95':>6} {'cpu med':>8} {'p95':>6} {'gc max (n)':>11}"
            f" | {'ratio wall/cpu med':>18}"

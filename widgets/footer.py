@@ -84,25 +84,24 @@ class KvFooter(Widget, can_focus=False):
         if app.ENABLE_COMMAND_PALETTE and app.COMMAND_PALETTE_BINDING in active:
             _ns, b, enabled, tooltip = active[app.COMMAND_PALETTE_BINDING]
             palette = (b.key, b, enabled, tooltip)
-        return tuple(lead + rest), palette
+        # the width every shown binding would take at full spacing, " k desc " each (_narrow)
+        need = sum(len(app.get_key_display(b)) + len(b.description) + 3 for _ns, b, _e, _t in active.values() if b.show)
+        return tuple(lead + rest), palette, need
 
     PALETTE_W = 13  # "^p palette", its padding and the border before it
 
-    def _narrow(self, width: int, keys: tuple) -> bool:
+    def _narrow(self, width: int, need: int) -> bool:
         """Close up the keys and leave out the docked palette key below 100 columns, or when
         the keys at their full spacing would run under it (many keys at 120 cut the last one)."""
-        if width < 100:
-            return True
-        app = self.app
-        need = sum(len(app.get_key_display(b)) + len(b.description) + 3 for _k, b, _e, _t in keys)  # " k desc "
-        return need + self.PALETTE_W > width
+        return width < 100 or need + self.PALETTE_W > width
 
-    def keys(self) -> list[ShownKey]:
-        """The keys as drawn at the footer's width, in order; the palette key last."""
+    def keys(self, bound: tuple | None = None) -> list[ShownKey]:
+        """The keys as drawn at the footer's width, in order; the palette key last (`bound`:
+        _keys_bound(), where already read)."""
         app = self.app
         width = self.size.width or app.size.width
-        keys, palette = self._keys_bound()
-        narrow = self._narrow(width, keys)
+        keys, palette, need = bound or self._keys_bound()
+        narrow = self._narrow(width, need)
         out: list[ShownKey] = []
         x = 0
         for key, b, enabled, tooltip in keys:
@@ -120,8 +119,8 @@ class KvFooter(Widget, can_focus=False):
 
     # -- drawing ----------------------------------------------------------------------------------
     def render(self) -> Text:
-        keys = self.keys()
         self._shown = self._keys_bound()
+        keys = self.keys(self._shown)
         style = self.get_component_rich_style
         item, hover = style("kv-footer--item"), style("kv-footer--hover")
         key_style, desc_style = style("kv-footer--key"), style("kv-footer--description")

@@ -129,12 +129,12 @@ class KvFooter(Widget, can_focus=False):
         for i, k in enumerate(keys):
             if k.palette:
                 break
-            base = (hover if i == self._hover else item) + (Style(dim=True) if k.disabled else Style())
+            ks, ds = self._key_styles(i, k.disabled, item, hover, key_style, desc_style)
             kp = "" if k.compact else " "
-            t.append(kp + k.key_display + kp, style=base + key_style)
+            t.append(kp + k.key_display + kp, style=ks)
             if k.description:
                 desc = " " + k.description if k.compact else k.description + " "
-                t.append(desc, style=base + desc_style)
+                t.append(desc, style=ds)
             if k.compact and i + 1 < len(keys):  # the blank between keys (after the last: the line's)
                 t.append(" ", style=_GAP)
         if palette is not None:
@@ -145,10 +145,11 @@ class KvFooter(Widget, can_focus=False):
                 t.append(" " * (start - t.cell_len), style=_GAP)
             i = len(keys) - 1
             base = (hover if i == self._hover else item) + (Style(dim=True) if palette.disabled else Style())
+            ks, ds = self._key_styles(i, palette.disabled, item, hover, key_style, desc_style)
             if not getattr(self.app, "ascii", False):
                 t.append("▏", style=base + style("kv-footer--palette-border"))
-            t.append(palette.key_display, style=base + key_style)
-            t.append(" " + palette.description, style=base + desc_style)
+            t.append(palette.key_display, style=ks)
+            t.append(" " + palette.description, style=ds)
             t.append(" ", style=base + _GAP)  # its padding, drawn bare as Textual's was
         width = self.size.width
         if t.cell_len < width:
@@ -157,6 +158,16 @@ class KvFooter(Widget, can_focus=False):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         return [_bare_gaps(strip) for strip in super().render_lines(crop)]
+
+    def _key_styles(self, i: int, disabled: bool, item: Style, hover: Style, key: Style,
+                    desc: Style) -> tuple[Style, Style]:
+        """The styles of key `i`'s key and description: under the mouse, on the hover background
+        (the parts' own backgrounds are transparent over their key's, as in Textual's footer)."""
+        dim = Style(dim=True) if disabled else Style()
+        if i != self._hover:
+            return item + dim + key, item + dim + desc
+        return (hover + dim + Style(color=key.color, bold=key.bold, italic=key.italic, underline=key.underline),
+                hover + dim + Style(color=desc.color, bold=desc.bold, italic=desc.italic, underline=desc.underline))
 
     def regions(self) -> list[ShownKey]:
         """The keys with their regions on the screen, as widgets of their own would have them:

@@ -287,3 +287,28 @@ async def test_an_edit_form_still_reading_shows_its_fields_disabled_then_fills_t
         await pilot.pause()
         assert not any(f.disabled for f in fields)
         assert form.focused is form.query_one("#f-max-num-seqs")
+
+
+async def test_the_footer_key_under_the_mouse_is_highlighted():
+    from widgets.footer import KvFooter
+
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        footer = app.screen.query_one(KvFooter)
+        quit_key = next(k for k in footer_keys(app.screen) if k.key == "q")
+
+        def background_at(x: int):
+            y = footer.region.y
+            cells = 0
+            for seg in app.screen._compositor.render_strips()[y]:
+                if cells <= x < cells + len(seg.text):
+                    return seg.style.bgcolor
+                cells += len(seg.text)
+            return None
+
+        before = background_at(quit_key.region.x + 1)
+        await pilot.hover(offset=(quit_key.region.x + 1, quit_key.region.y))
+        await _until(pilot, lambda: background_at(quit_key.region.x + 1) != before)
+        await pilot.hover(offset=(80, 10))  # away: back as it was
+        await _until(pilot, lambda: background_at(quit_key.region.x + 1) == before)

@@ -2,7 +2,7 @@
 the screen's content.
 
     .venv/bin/python bench/bench_screen_open.py [--replicas 64] [--reps 15] [--size 160x45]
-        [--against OLD_TREE] [--rounds 3]
+        [--against OLD_TREE] [--rounds 3] [--only SCREEN [--profile FILE.pstats]]
 
 Headless (Textual's test driver: every frame is composed and rendered as for a terminal, only
 not written), the stepped simulated cluster behind the mitigation keys, a fleet primed with 8
@@ -17,7 +17,10 @@ A placeholder ("reading...", an empty footer) does not count. After each open, o
 settled, the screen's text is checked for what the open was to show (the replica's name, the
 footer's "Help"), so a predicate that lied would stop the run. The time is wall-clock (what
 the user waits) and the process's CPU time over the same span (what the open costs, less
-dependent on what else the machine runs).
+dependent on what else the machine runs). "gc max (n)": the longest garbage collection inside
+one open, and how many opens had one over 20 ms: the command collects rarely (tui/core/perf.py)
+but then for up to ~0.4 s at 64 replicas, and the p95 of a long run is where one lands.
+`--no-gc` turns the collector off (a diagnostic: the screens' own cost); `--profile` writes cProfile's figures for the opens of the screens `--only` names (one tree).
 
 `--against OLD_TREE` runs the same measurement on another checkout (e.g. `git worktree add
 /tmp/open-base main`) in alternating rounds, so both see the same load; it prints both and
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import statistics
@@ -47,11 +51,17 @@ def _text(content) -> str:
 
 
 def _footer_ready(screen) -> bool:
-    """Keys in the footer, where the screen has one."""
-    from textual.widgets import Footer
-    from textual.widgets._footer import FooterKey
+    """Keys in the footer, where the screen has one (one widget drawing them all, or, in older
+    trees, Textual's footer: a widget per key)."""
+    from widgets.footer import KvFooter
 
-    return not screen.query(Footer) or bool(screen.query(FooterKey))
+    try:
+        from widgets.footer import footer_keys
+    except ImportError:
+        from textual.widgets._footer import FooterKey
+
+        return not screen.query(KvFooter) or bool(screen.query(FooterKey))
+    return not screen.query(KvFooter) or bool(footer_keys(screen))
 
 
 def _screen_text(app) -> str:
@@ -59,7 +69,7 @@ def _screen_text(app) -> str:
 
 
 async def measure(replicas: int, reps: int, size: tuple[int, int],
-                  only: str = "") -> dict[str, list[tuple[float, float]]]:
+                  only: str = "", profile: str = "", no_gc: bool = False) -> dict[str, list[tuple[float, float, float]]]:
     from textual.widgets import Static
 
     from tests.ui.scripted import ScriptedSource
@@ -77,6 +87,18 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
     from tui.screens.triage import TriageScreen
 
     tune_gc()  # the collector as the command sets it (tui/cli.py): collections are rare there
+    gc_s = [0.0]  # seconds spent collecting so far (a collection in an open is part of its time)
+    gc_t0 = [0.0]
+
+    def gc_timing(phase: str, _info: dict) -> None:
+        if phase == "start":
+            gc_t0[0] = time.perf_counter()
+        else:
+            gc_s[0] += time.perf_counter() - gc_t0[0]
+
+    gc.callbacks.append(gc_timing)
+    if no_gc:  # diagnostic: the screens' own cost, without the collector's pauses
+        gc.disable()
     profiles = {f"llama-8b-7d9f-{i:05d}": KINDS[i % len(KINDS)] for i in range(replicas)}
     app = KvwatchApp(Monitor(ScriptedSource(profiles)), 1.0, autostart=False, config=Config(bell=False))
     fleet = SimFleet("long-prompts", replicas=2, seed=3, start_time=1.75e9)
@@ -111,18 +133,28 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
         return isinstance(s, HelpScreen) and bool(s.query("#help-table")) and \
             s.query_one("#help-table", Static).content is not None and bool(getattr(s, "rows", None))
 
-    out: dict[str, list[tuple[float, float]]] = {}
+    out: dict[str, list[tuple[float, float, float]]] = {}
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
 
     async def timed(pilot, label: str, go, ready, expect: tuple[str, ...]) -> None:
         frames.clear()
         ready_now[0] = ready
-        t0, c0 = time.perf_counter(), time.thread_time()
+        prof = profiler if profiler is not None and only and only in label else None
+        if prof is not None:
+            prof.enable()
+        t0, c0, g0 = time.perf_counter(), time.thread_time(), gc_s[0]
         await go()
         end = t0 + 20.0
         while not any(ok for *_, ok in frames):
             if time.perf_counter() > end:
                 raise TimeoutError(f"{label}: no frame with the content")
             await pilot.pause()
+        if prof is not None:
+            prof.disable()
         wall, cpu, screen, _ = next(f for f in frames if f[3])
         ready_now[0] = lambda s: False
         await pilot.pause()
@@ -130,7 +162,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
         missing = [e for e in expect if e not in text]
         if missing:
             raise AssertionError(f"{label}: the frame said ready but the screen lacks {missing}:\n{text}")
-        out.setdefault(label, []).append((wall - t0, cpu - c0))
+        out.setdefault(label, []).append((wall - t0, cpu - c0, gc_s[0] - g0))
 
     async with app.run_test(size=size) as pilot:
         for _ in range(8):
@@ -166,6 +198,8 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
             while app.screen is not fleet_screen:
                 await pilot.pause()
             await pilot.pause()
+    if profiler is not None:
+        profiler.dump_stats(profile)
     return out
 
 
@@ -178,17 +212,22 @@ def _run_tree(tree: Path, a) -> dict[str, list[list[float]]]:
     """One round of this measurement on `tree`'s code, in a process of its own."""
     env = dict(os.environ, PYTHONPATH=str(tree))
     cmd = [sys.executable, str(HERE), "--replicas", str(a.replicas), "--reps", str(a.reps), "--size", a.size,
-           "--root", str(tree), "--json", "--only", a.only]
+           "--root", str(tree), "--json", "--only", a.only] + (["--no-gc"] if a.no_gc else [])
     res = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, check=False)
     if res.returncode:
         raise SystemExit(f"{tree}: {res.stderr[-2000:]}")
     return json.loads(res.stdout)
 
 
-def _row(xs: list[list[float]]) -> tuple[float, float, float, float]:
-    wall = [w for w, _ in xs]
-    cpu = [c for _, c in xs]
-    return 1000 * statistics.median(wall), 1000 * p95(wall), 1000 * statistics.median(cpu), 1000 * p95(cpu)
+def _row(xs: list[list[float]]) -> tuple[float, float, float, float, float, int]:
+    """wall median, p95, CPU median, p95, the longest collection inside an open, and how many
+    opens had one of over 20 ms (the collector runs rarely but long: it sets the p95 when one
+    lands in an open)."""
+    wall = [x[0] for x in xs]
+    cpu = [x[1] for x in xs]
+    gcs = [x[2] if len(x) > 2 else 0.0 for x in xs]
+    return (1000 * statistics.median(wall), 1000 * p95(wall), 1000 * statistics.median(cpu), 1000 * p95(cpu),
+            1000 * max(gcs), sum(1 for g in gcs if g > 0.02))
 
 
 def main() -> None:
@@ -199,16 +238,22 @@ def main() -> None:
     ap.add_argument("--against", type=Path, help="another checkout, measured in alternating rounds")
     ap.add_argument("--rounds", type=int, default=3, help="with --against: rounds per tree")
     ap.add_argument("--only", default="", help="only the screens whose label contains this")
+    ap.add_argument("--no-gc", action="store_true", help="diagnostic: the collector off (the screens' own cost)")
+    ap.add_argument("--profile", default="", help="with --only: cProfile the opens into this pstats file")
     ap.add_argument("--root", type=Path, default=HERE.parents[1], help=argparse.SUPPRESS)
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     w, h = (int(x) for x in a.size.split("x"))
+    if a.profile:
+        sys.path.insert(0, str(a.root))
+        asyncio.run(measure(a.replicas, a.reps, (w, h), a.only, a.profile))
+        return
     if a.json:
         sys.path.insert(0, str(a.root))
         import tui
 
         assert Path(tui.__file__).resolve().is_relative_to(a.root.resolve()), (tui.__file__, a.root)
-        print(json.dumps(asyncio.run(measure(a.replicas, a.reps, (w, h), a.only))))
+        print(json.dumps(asyncio.run(measure(a.replicas, a.reps, (w, h), a.only, no_gc=a.no_gc))))
         return
     trees = {"this tree": HERE.parents[1]}
     if a.against:
@@ -220,16 +265,19 @@ def main() -> None:
                 res[k].setdefault(label, []).extend(xs)
     load = os.getloadavg()[0]
     n = len(next(iter(res["this tree"].values())))
-    print(f"screen open, {a.replicas} replicas, {w}x{h}, {n} opens each, load {load:.1f} at the end (ms)")
-    print(f"{'screen':<20} {'wall med':>8} {'p95':>6} {'cpu med':>8} {'p95':>6}" +
-          (f" | {'against: wall med':>17} {'p95':>6} {'cpu med':>8} {'p95':>6} | {'ratio wall/cpu med':>18}"
+    print(f"screen open, {a.replicas} replicas, {w}x{h}, {n} opens each, load {load:.1f} at the end (ms)"
+          + (", the collector OFF (diagnostic)" if a.no_gc else ""))
+    print(f"{'screen':<20} {'wall med':>8} {'p95':>6} {'cpu med':>8} {'p95':>6} {'gc max (n)':>11}" +
+          (f" | {'against: wall med':>17} {'p95':>6} {'cpu med':>8} {'p95':>6} {'gc max (n)':>11}"
+           f" | {'ratio wall/cpu med':>18}"
            if a.against else ""))
     for label, xs in res["this tree"].items():
         r = _row(xs)
-        line = f"{label:<20} {r[0]:8.0f} {r[1]:6.0f} {r[2]:8.0f} {r[3]:6.0f}"
+        line = f"{label:<20} {r[0]:8.0f} {r[1]:6.0f} {r[2]:8.0f} {r[3]:6.0f} {r[4]:6.0f} ({r[5]:2d})"
         if a.against and label in res["against"]:
             o = _row(res["against"][label])
-            line += f" | {o[0]:17.0f} {o[1]:6.0f} {o[2]:8.0f} {o[3]:6.0f} | {r[0] / o[0]:8.2f} / {r[2] / o[2]:.2f}"
+            line += (f" | {o[0]:17.0f} {o[1]:6.0f} {o[2]:8.0f} {o[3]:6.0f} {o[4]:6.0f} ({o[5]:2d})"
+                     f" | {r[0] / o[0]:8.2f} / {r[2] / o[2]:.2f}")
         print(line)
 
 

@@ -6,7 +6,7 @@ message showing (deterministic: the stepped simulated cluster, UTC)."""
 from __future__ import annotations
 
 from textual.widgets import Static
-from textual.widgets._footer import FooterKey
+from widgets.footer import footer_keys
 
 from tests.ui.conftest import PROFILES, prime
 from tests.ui.scripted import ScriptedSource
@@ -42,7 +42,7 @@ async def test_fleet_keeps_totals_banner_hint_help_and_quit(tmp_path):
         assert "run " in first[:78] and "wait " in first[:78], first
         banner = str(app.screen.query_one(PressureBanner).render())
         assert "enter: evidence" in banner[:78], banner
-        keys = {k.key: k for k in app.screen.query(FooterKey)}
+        keys = {k.key: k for k in footer_keys(app.screen)}
         for key in ("q", "question_mark"):
             assert key in keys, sorted(keys)
             region = keys[key].region

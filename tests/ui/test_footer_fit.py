@@ -5,7 +5,7 @@ drops the docked "^p palette" and closes up, as at 80, instead of cutting its la
 from __future__ import annotations
 
 import pytest
-from textual.widgets._footer import FooterKey
+from widgets.footer import footer_keys
 
 from tests.ui.conftest import prime
 from tests.ui.kube_app import until
@@ -19,9 +19,9 @@ async def test_every_footer_key_is_whole_on_triage(tmp_path, size):
     async with app.run_test(size=size) as pilot:
         await prime(pilot, 3)
         await pilot.press("t")
-        await until(pilot, lambda: isinstance(app.screen, TriageScreen) and app.screen.query(FooterKey))
+        await until(pilot, lambda: isinstance(app.screen, TriageScreen) and footer_keys(app.screen))
         await pilot.pause()
-        keys = list(app.screen.query(FooterKey))
+        keys = list(footer_keys(app.screen))
         assert any(k.key == "p" for k in keys) or size[0] < 100, [k.key for k in keys]
         for k in keys:
             r = k.region

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from textual.widgets import Static
-from textual.widgets._footer import FooterKey
+from widgets.footer import footer_keys
 
 from tests.faultserver import FaultServer
 from tests.ui.conftest import prime
@@ -187,7 +187,7 @@ async def test_the_gpu_panel_fits_80x24() -> None:
             body = screen.query_one("#gpu-body")
             block = shown(screen).split("\nGPU 1")[0].splitlines()
             assert len(block) - 1 <= body.size.height and any("processes" in line for line in block)
-            keys = sorted(k.key for k in screen.query(FooterKey) if k.region.right <= 80 and k.region.width)
+            keys = sorted(k.key for k in footer_keys(screen) if k.region.right <= 80 and k.region.width)
             assert {"escape", "q", "question_mark"} <= set(keys), keys
 
 

@@ -43,8 +43,9 @@ async def set_field(pilot, form: EditArgsScreen, name: str, text: str) -> None:
 
 
 def error_of(form: EditArgsScreen, name: str) -> str:
-    w = form.query_one(f"#e-{name}", Static)
-    return str(w.render()) if w.display else ""
+    found = form.query(f"#e-{name}")  # mounted on its first error
+    w = found.first(Static) if found else None
+    return str(w.render()) if w is not None and w.display else ""
 
 
 async def test_edit_form_validates_applies_presets_and_sends_the_exact_patch(env: Env) -> None:

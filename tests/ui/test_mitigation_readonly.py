@@ -4,7 +4,7 @@ mutating request while every mitigation key is pressed."""
 
 from __future__ import annotations
 
-from textual.widgets._footer import FooterKey
+from widgets.footer import footer_keys as shown_keys
 
 from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
 from tests.ui.kube_app import Pages, kube_app, notes, select, start, until
@@ -23,7 +23,7 @@ MUTATING_KEYS = {"e": "edit_args", "ctrl+d": "drain", "r": "rollout_restart", "s
 
 
 def footer_keys(app) -> set[str]:
-    return {k.key for k in app.screen.query(FooterKey)}
+    return {k.key for k in shown_keys(app.screen)}
 
 
 async def prepared(pilot, env: Env, src) -> str:

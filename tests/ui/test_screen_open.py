@@ -1,13 +1,13 @@
-"""Opening a screen: its footer's keys are in its first frame, and the footer is rebuilt only
-when what it shows changes (each rebuild of Textual's footer is ~40 ms on a loaded machine, and
-one screen open signalled it up to four times)."""
+"""Opening a screen: its footer's keys are in its first frame, drawn by one widget (Textual's
+footer was a widget per key, each composed, styled, laid out and painted on every opening), and
+repainted only when what it shows changes."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
-from textual.widgets._footer import FooterKey
+from widgets.footer import footer_keys
 
 from tests.ui.conftest import make_app, prime
 from tui.core.cluster.audit import AuditLog
@@ -32,7 +32,7 @@ def _first_frames(app) -> list[tuple[object, list[str]]]:
     def recording(screen, renderable) -> None:
         display(screen, renderable)
         if renderable is not None:
-            frames.append((screen, [k.key for k in screen.query(FooterKey)]))
+            frames.append((screen, [k.key for k in footer_keys(screen)]))
 
     app._display = recording
     return frames
@@ -61,23 +61,54 @@ async def test_a_screen_opens_with_its_footer_keys_in_its_first_frame():
             await _until(pilot, lambda cls=cls: not isinstance(app.screen, cls))
 
 
-async def test_the_footer_is_rebuilt_only_when_its_keys_change():
+async def test_the_footer_is_one_widget_repainted_only_when_its_keys_change():
+    from widgets.footer import KvFooter
+
     app = _app_with_cluster()
     async with app.run_test(size=(160, 45)) as pilot:
         await prime(pilot, 3)
         await pilot.press("t")
-        await _until(pilot, lambda: isinstance(app.screen, TriageScreen) and app.screen.query(FooterKey))
+        await _until(pilot, lambda: isinstance(app.screen, TriageScreen) and footer_keys(app.screen))
         await pilot.pause()
-        before = list(app.screen.query(FooterKey))
+        footer = app.screen.query_one(KvFooter)
+        assert not footer.children  # the keys are its text, not widgets of their own
+        painted: list[object] = []
+        refresh = footer.refresh
+
+        def counting(*a, **kw):
+            painted.append(a)
+            return refresh(*a, **kw)
+
+        footer.refresh = counting
         app.refresh_bindings()  # "the bindings may have changed": they did not
         await pilot.pause()
         await pilot.pause()
-        assert list(app.screen.query(FooterKey)) == before  # the same widgets: not rebuilt
-        shown = {k.key for k in before}
+        assert painted == []
+        before = footer_keys(app.screen)
         app.readonly = True  # the mitigation keys go: the footer must follow
         app.refresh_bindings()
-        await _until(pilot, lambda: {k.key for k in app.screen.query(FooterKey)} != shown)
-        assert {k.key for k in app.screen.query(FooterKey)} < shown
+        shown = {k.key for k in before}
+        await _until(pilot, lambda: {k.key for k in footer_keys(app.screen)} != shown)
+        assert {k.key for k in footer_keys(app.screen)} < shown
+        gone = [k.description for k in before if k.key not in {k.key for k in footer_keys(app.screen)}]
+        assert gone
+
+        def line() -> str:
+            return app.screen._compositor.render_strips()[footer.region.y].text
+
+        await _until(pilot, lambda: not any(d in line() for d in gone))  # and draws it
+        assert "Help" in line(), line()
+
+
+async def test_a_click_on_a_footer_key_presses_it():
+    from tui.screens.help import HelpScreen
+
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        help_key = next(k for k in footer_keys(app.screen) if k.key == "question_mark")
+        await pilot.click(offset=(help_key.region.x + 1, help_key.region.y))
+        await _until(pilot, lambda: isinstance(app.screen, HelpScreen))
 
 
 async def test_the_edit_form_gives_focus_straight_to_its_first_field():
@@ -123,26 +154,161 @@ async def test_an_edit_form_that_cannot_read_its_deployment_says_why_and_keeps_k
         await _until(pilot, lambda: app.screen is not form)
 
 
-async def test_a_narrow_footer_is_built_narrow_once():
-    """At 80 columns the footer is compact and without the palette key from its first frame:
-    switching after mount rebuilt it, and restyled every key."""
+async def test_a_narrow_footer_is_compact_without_the_palette_key():
+    """At 80 columns the keys close up (one blank between them) and the docked "^p palette"
+    is left out, from the first frame."""
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await prime(pilot, 3)
-        seen: list[list[FooterKey]] = []
+        seen: list[list] = []
         display = app._display
 
         def recording(screen, renderable) -> None:
             display(screen, renderable)
             if renderable is not None and isinstance(screen, TriageScreen):
-                seen.append(list(screen.query(FooterKey)))
+                seen.append(footer_keys(screen))
 
         app._display = recording
         await pilot.press("t")
         await _until(pilot, lambda: len(seen) >= 1)
-        for _ in range(5):
-            await pilot.pause()
-        settled = list(app.screen.query(FooterKey))
-        assert seen[0] == settled  # the same widgets as in the first frame: never rebuilt
-        assert not any(k.has_class("-command-palette") for k in settled)
-        assert all(k.compact for k in settled)
+        first = seen[0]
+        assert first and not any(k.palette for k in first)
+        assert all(k.compact for k in first)
+        assert [k.key for k in first[:2]] == ["question_mark", "q"]
+        line = app.screen._compositor.render_strips()[-1].text
+        assert line.startswith("? Help q Quit "), line
+
+
+async def test_opening_the_detail_draws_its_plots_once(monkeypatch):
+    """The first layout after opening is a resize: redrawing the series there rebuilt all six
+    plots a second time (~40 ms on a loaded machine), just after (or before) the first frame."""
+    draws: list[object] = []
+    draw = DetailScreen._draw
+
+    def counting(self, *a) -> None:
+        draws.append(self)
+        draw(self, *a)
+
+    monkeypatch.setattr(DetailScreen, "_draw", counting)
+    resized: list[object] = []
+    on_resize = DetailScreen.on_resize
+
+    def seen_resize(self) -> None:
+        resized.append(self)
+        on_resize(self)
+
+    monkeypatch.setattr(DetailScreen, "on_resize", seen_resize)
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 4)
+        await app.push_screen(DetailScreen("llama-8b-7d9f-abcde"))  # in kv-pressure: with plots
+        await _until(pilot, lambda: isinstance(app.screen, DetailScreen) and resized)
+        await pilot.pause()
+        assert app.screen._pts and not app.screen.has_class("-numbers")  # plots, as drawn on opening
+        assert len(draws) == 1, draws
+
+
+async def _form_open_counts(app, pilot, form) -> tuple[int, int]:
+    """(widgets in the form, style passes over its widgets) up to its first frame with the
+    Deployment's values."""
+    from textual.css.stylesheet import Stylesheet
+    from textual.widget import Widget
+
+    applied: list[object] = []
+    form_nodes: set[object] = set()
+    apply = Stylesheet.apply
+
+    def counting(self, node, *a, **kw):
+        if isinstance(node, Widget):
+            applied.append(node)
+        return apply(self, node, *a, **kw)
+
+    frames: list[bool] = []
+    display = app._display
+
+    def recording(screen, renderable) -> None:
+        display(screen, renderable)
+        if renderable is not None and screen is form:
+            frames.append(form.cmd is not None)
+
+    app._display = recording
+    Stylesheet.apply = counting
+    try:
+        await app.push_screen(form)
+        await _until(pilot, lambda: any(frames))
+    finally:
+        Stylesheet.apply = apply
+        app._display = display
+    form_nodes.update(form.walk_children())  # the nodes styled, counted once known
+    return len(form_nodes), sum(1 for n in applied if n is form or n in form_nodes)
+
+
+async def test_the_edit_form_builds_and_styles_few_widgets():
+    """The form was ~80 widgets, most of them restyled two or three times while opening (for
+    `compact`, `disabled`, the first value): 250 style passes, a third of opening it."""
+    from tui.screens.edit_args import EditArgsScreen
+
+    app = _app_with_cluster()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        widgets, passes = await _form_open_counts(app, pilot, form)
+        assert widgets <= 40, widgets
+        assert passes <= widgets + 10, (widgets, passes)
+
+
+async def test_an_edit_form_still_reading_shows_its_fields_disabled_then_fills_them():
+    import asyncio
+
+    from textual.widgets import Input
+
+    from tui.screens.edit_args import EditArgsScreen
+
+    app = _app_with_cluster()
+    gate = asyncio.Event()
+    read = app.cluster.get_deployment
+
+    async def slow(*a, **kw):
+        await gate.wait()
+        return await read(*a, **kw)
+
+    app.cluster.get_deployment = slow
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        await app.push_screen(form)
+        await _until(pilot, lambda: app.screen is form and form._resumed)
+        fields = list(form.query("#edit-fields Input"))
+        assert fields and all(f.disabled for f in fields)
+        await pilot.press("tab", "9")  # nothing takes the keys while reading
+        assert form.focused is None or not isinstance(form.focused, Input)
+        gate.set()
+        await _until(pilot, lambda: form.cmd is not None)
+        await pilot.pause()
+        assert not any(f.disabled for f in fields)
+        assert form.focused is form.query_one("#f-max-num-seqs")
+
+
+async def test_the_footer_key_under_the_mouse_is_highlighted():
+    from widgets.footer import KvFooter
+
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        footer = app.screen.query_one(KvFooter)
+        quit_key = next(k for k in footer_keys(app.screen) if k.key == "q")
+
+        def background_at(x: int):
+            y = footer.region.y
+            cells = 0
+            for seg in app.screen._compositor.render_strips()[y]:
+                if cells <= x < cells + len(seg.text):
+                    return seg.style.bgcolor
+                cells += len(seg.text)
+            return None
+
+        before = background_at(quit_key.region.x + 1)
+        await pilot.hover(offset=(quit_key.region.x + 1, quit_key.region.y))
+        await _until(pilot, lambda: background_at(quit_key.region.x + 1) != before)
+        await pilot.hover(offset=(80, 10))  # away: back as it was
+        await _until(pilot, lambda: background_at(quit_key.region.x + 1) == before)

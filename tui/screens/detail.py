@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Sequence
 from textual.containers import Grid, Vertical
 from textual.screen import Screen
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from tui.actions import bindings
 from tui.core.model import FleetState, ReplicaMetrics, ReplicaView
 from tui.core.signal_windows import RATE_WINDOW_S, window_text
 from tui.core.textsafe import clean
+from widgets.fast_plot import FastPlot
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
 from widgets.verdict import colour_var, label
@@ -126,7 +126,7 @@ class DetailScreen(Screen):
             yield Static("", id="plot-numbers")
             with Grid(id="plots"):
                 for pid, *_ in PLOTS:
-                    yield PlotextPlot(id=pid)
+                    yield FastPlot(id=pid)
         yield KvFooter()
 
     def on_mount(self) -> None:
@@ -148,7 +148,10 @@ class DetailScreen(Screen):
         open_gpu(self.app, self.replica)
 
     def on_resize(self) -> None:
-        if self._pts:
+        # the plots size themselves when drawn (a resize repaints them): only a switch between
+        # plots and numbers needs the series again. The first layout after opening is a resize
+        # too, and redrawing there drew all six plots twice.
+        if self._pts and self._plots_fit() == self.has_class("-numbers"):
             self._draw(self._pts, self.frozen_at or self.app.monitor.state.ts)
 
     def _plots_fit(self) -> bool:
@@ -202,10 +205,12 @@ class DetailScreen(Screen):
         if self.frozen_at is not None:
             xlabel = f"seconds before gone {time.strftime('%H:%M:%S', time.localtime(self.frozen_at))}"
         for pid, title, series, yr in PLOTS:
-            plot = self.query_one(f"#{pid}", PlotextPlot)
+            plot = self.query_one(f"#{pid}", FastPlot)
             plt = plot.plt
-            plt.clear_data()
-            plt.clear_figure()
+            if plot.drawn:  # a new plot's figure is blank: clearing it again copies its defaults (~1 ms)
+                plt.clear_data()
+                plt.clear_figure()
+            plot.drawn = True
             plt.title(title)
             for attr, legend in series:
                 ys = [getattr(m, attr) for _, m in pts]

@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.suggester import SuggestFromList
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Static
 
 from tui.actions import PRESET_KEYS, bindings
 from tui.core import engines
@@ -28,7 +28,9 @@ from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo, EditArg
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
+from widgets.field_row import INPUT_W, FieldRow
 from widgets.footer import KvFooter
+from widgets.quiet import FormButton, FormInput
 from widgets.format import num, pct, rate
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
 
 
 NOTE_MIN = 30  # columns of help text beside a field, else it wraps below it
+LABEL_W = 26  # the flags' column
 
 
 def _field_id(name: str) -> str:
@@ -54,14 +57,8 @@ class EditArgsScreen(Screen):
     EditArgsScreen #edit-main { height: 1fr; }
     EditArgsScreen #edit-fields { width: 3fr; max-width: 96; height: 1fr; padding: 0 1; }
     EditArgsScreen #edit-side { width: 2fr; height: 1fr; padding: 0 1; }
-    EditArgsScreen .row { height: 1; }
-    EditArgsScreen .row Label { width: 26; }
-    EditArgsScreen .row Input { width: 16; }
     EditArgsScreen .row Input.-invalid { background: $error 30%; }
-    EditArgsScreen .row .note { width: 1fr; height: 1; color: $text-muted; padding: 0 0 0 1; text-wrap: nowrap;
-        text-overflow: ellipsis; }
     EditArgsScreen .note-below { display: none; height: auto; color: $text-muted; padding: 0 0 0 2; }
-    EditArgsScreen.-narrow .row .note { display: none; }
     EditArgsScreen.-narrow .note-below { display: block; }
     EditArgsScreen .err { height: auto; color: $error; padding: 0 0 0 2; }
     EditArgsScreen #edit-presets { height: auto; margin: 1 0 0 0; grid-size: 3; grid-gutter: 0 1; }
@@ -162,42 +159,70 @@ class EditArgsScreen(Screen):
                         suggest = SuggestFromList(["true", "false"])
                     elif spec.kind == "choice":
                         suggest = SuggestFromList(list(spec.choices))
-                    with Horizontal(classes="row"):
-                        label = Label(f"--{name}")
-                        if label_w > 26:  # longer flags (SGLang's) widen the label column
-                            label.styles.width = label_w
-                        yield label
-                        yield Input(id=_field_id(name), suggester=suggest, disabled=True, select_on_focus=True, compact=True)
-                        yield Static("", classes="note", id=f"n-{name}")
-                    # too narrow for the help beside the field (80x24): wrapped on its own lines
-                    yield Static("", classes="note note-below", id=f"nb-{name}")
-                    yield Static("", classes="err", id=f"e-{name}")
+                    # longer flags (SGLang's) widen the label column
+                    yield FieldRow(f"--{name}", max(label_w, LABEL_W), FormInput(
+                        id=_field_id(name), suggester=suggest, select_on_focus=True, compact=True, can_focus=False),
+                        classes="row", id=f"r-{name}")
+                    # below the row, mounted when first needed (_below): the help when too narrow
+                    # for it beside the field (80x24), then the field's error
                 with Grid(id="edit-presets"):
                     for p, _, key, preset_label in self._presets():
-                        yield Button(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
+                        yield FormButton(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
             with Vertical(id="edit-side"):
                 with VerticalScroll(id="edit-diff-box"):
                     yield DiffView(self.app.palette() if hasattr(self.app, "palette") else None, id="edit-diff")
                 yield Static("", id="edit-notes")
                 with Horizontal(id="edit-actions"):
-                    yield Button("Cancel", id="edit-cancel", compact=True)
-                    yield Button("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
+                    yield FormButton("Cancel", id="edit-cancel", compact=True)
+                    yield FormButton("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
+
+    def _below(self, kind: str, name: str, create: bool = True) -> Static | None:
+        """The line under a field's row: its help ("nb", shown when narrow) or its error ("e"),
+        mounted the first time it has something to say (most forms never show either: 18
+        widgets fewer to build on opening)."""
+        found = self.query(f"#{kind}-{name}")
+        if found:
+            return found.first(Static)
+        if not create:
+            return None
+        line = Static("", classes="note note-below" if kind == "nb" else "err", id=f"{kind}-{name}")
+        above = self.query(f"#nb-{name}") if kind == "e" else None
+        self.query_one("#edit-fields").mount(line, after=above.first() if above else self.query_one(f"#r-{name}"))
+        return line
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         # Textual restyles a screen's whole tree on every resume (for a theme changed while it
-        # was covered). The first resume follows the push at once: the ~80 widgets were styled
-        # as they were mounted a moment before, and a second pass costs ~10 ms.
+        # was covered). The first resume follows the push at once: the ~35 widgets were styled
+        # as they were mounted a moment before, and a second pass costs ~5 ms.
         if not self._resumed:
             self._resumed = True
             event.refresh_styles = False
+            if self.cmd is None:  # still reading: the fields look disabled until filled
+                self._set_fields_disabled(True)
         super()._on_screen_resume(event)
+
+    def _set_fields_disabled(self, disabled: bool) -> None:
+        """The fields are built enabled but out of reach (not focusable) until the Deployment is
+        read: enabling nine disabled Inputs restyled each (~1 ms apiece) on every opening, where
+        the read is usually done before the first frame. Disabled (dimmed) only while it is not."""
+        for name in self.engine.editable:
+            box = self.query_one("#" + _field_id(name), Input)
+            box.can_focus = not disabled
+            if box.disabled != disabled:
+                box.disabled = disabled
 
     def on_resize(self) -> None:
         fields = self.query_one("#edit-fields")
         # label 26 + input 16 + the help: under NOTE_MIN columns of help, it goes below the field
-        narrow = bool(fields.size.width) and fields.size.width - 2 - 26 - 16 < NOTE_MIN
-        self.set_class(narrow, "-narrow")
+        narrow = bool(fields.size.width) and fields.size.width - 2 - LABEL_W - INPUT_W < NOTE_MIN
+        if narrow != self.has_class("-narrow"):
+            self.set_class(narrow, "-narrow")
+            for name in self.engine.editable:
+                row = self.query_one(f"#r-{name}", FieldRow)
+                row.set_note(row.note, show=not narrow)
+                if narrow and row.note:
+                    self._below("nb", name).update(row.note)
         side = self.query_one("#edit-side")
         # the apply button keeps its key in sight when the side panel is narrow (80 columns)
         self.query_one("#edit-apply", Button).label = "Review (f8)" if 0 < side.size.width < 34 else "Review & apply (f8)"
@@ -256,6 +281,8 @@ class EditArgsScreen(Screen):
         if self.load_error:
             self.query_one("#edit-diff", DiffView).show("")
             self.query_one("#edit-notes", Static).update(notes_text("cannot edit", [self.load_error], "bold red", "x "))
+            if self.cmd is None:
+                self._set_fields_disabled(True)
             if self.focused is None:  # nothing to type into: the keys scroll the (disabled) fields
                 self.query_one("#edit-fields").focus()
         elif note:
@@ -275,15 +302,16 @@ class EditArgsScreen(Screen):
             default = A.eff_before(self.cmd, name, self.observed) if not written else None
             shown = A.format_value(default) if default is not None else ("(model)" if name in ("max-model-len", "context-length") else "none")
             box.placeholder = "" if written else "default " + shown
-            box.disabled = False
             if val is not None:
                 note = "env $" + val.env_var if val.env_var else "set in the " + ("script" if self.cmd.form == "shell" else "args")
             elif self.observed.get(name) is not None:
                 note = "not set; the engine reports " + A.format_value(self.observed[name])
             else:
                 note = "not set; " + self.engine.arg_specs[name].note
-            for where in ("n", "nb"):
-                self.query_one(f"#{where}-{name}", Static).update(Text(clean(note)))
+            self.query_one(f"#r-{name}", FieldRow).set_note(Text(clean(note)))
+            if self.has_class("-narrow"):
+                self._below("nb", name).update(Text(clean(note)))
+        self._set_fields_disabled(False)
         self.query_one("#" + _field_id(self.engine.editable[0]), Input).focus()
         done = []
         for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied
@@ -330,8 +358,10 @@ class EditArgsScreen(Screen):
                 errors["_"] = str(e)
         for name in self.engine.editable:
             msg = errors.get(name, "")
-            self.query_one(f"#e-{name}", Static).update(Text(clean(msg)) if msg else "")
-            self.query_one(f"#e-{name}", Static).display = bool(msg)
+            err = self._below("e", name, create=bool(msg))
+            if err is not None:
+                err.update(Text(clean(msg)) if msg else "")
+                err.display = bool(msg)
             self.query_one("#" + _field_id(name), Input).set_class(bool(msg), "-invalid")
         if errors.get("_"):
             notes.insert(0, notes_text("cannot rewrite the container", [errors["_"]], "bold red", "x "))

@@ -229,7 +229,7 @@ def _bare_gaps(strip: Strip) -> Strip:
     segments = list(strip)
     if not any(_is_gap(seg.style) for seg in segments):
         return strip
-    return Strip([Segment(text, Style(bgcolor=style.bgcolor) if _is_gap(style) else style, control)
+    return Strip([Segment(text, Style(bgcolor=style.bgcolor) if style is not None and _is_gap(style) else style, control)
                   for text, style, control in segments], strip.cell_length)
 
 

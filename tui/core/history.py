@@ -366,7 +366,7 @@ class ReplicaHistory:
         base = rec.hists[qa] if qb > qa else None  # the delta's older end (the newest is `s`)
         # Each histogram's quantiles over the window, from its delta to the baseline in one pass
         # (a reset inside the window: as Histogram.minus, the observations since the reset)
-        quant = []
+        quant: list[float | None] = []
         hists = dict(hl)
         for name, ps in _QUANTILES:
             h = hists.get(name)
@@ -387,7 +387,7 @@ class ReplicaHistory:
         gpu = s.gpu
         mns = sm.cache_config.get("max_num_seqs") if sm.cache_config else None
         get = vals.get
-        m = ReplicaMetrics(
+        m = ReplicaMetrics(  # type: ignore[call-arg]  # mypy cannot count starred arguments; the assert on its fields above keeps the order
             get("kv_usage"), get("waiting"), get("waiting_capacity"), get("waiting_deferred"), get("running"),
             preempt,
             # SGLang pages without the token counter still give the scheduler's own rate

@@ -177,6 +177,11 @@ class EditArgsScreen(Screen):
                     yield FormButton("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
 
+    def _note_below(self, name: str) -> Static:
+        line = self._below("nb", name)
+        assert line is not None  # created when missing
+        return line
+
     def _below(self, kind: str, name: str, create: bool = True) -> Static | None:
         """The line under a field's row: its help ("nb", shown when narrow) or its error ("e"),
         mounted the first time it has something to say (most forms never show either: 18
@@ -222,7 +227,7 @@ class EditArgsScreen(Screen):
                 row = self.query_one(f"#r-{name}", FieldRow)
                 row.set_note(row.note, show=not narrow)
                 if narrow and row.note:
-                    self._below("nb", name).update(row.note)
+                    self._note_below(name).update(row.note)
         side = self.query_one("#edit-side")
         # the apply button keeps its key in sight when the side panel is narrow (80 columns)
         self.query_one("#edit-apply", Button).label = "Review (f8)" if 0 < side.size.width < 34 else "Review & apply (f8)"
@@ -310,7 +315,7 @@ class EditArgsScreen(Screen):
                 note = "not set; " + self.engine.arg_specs[name].note
             self.query_one(f"#r-{name}", FieldRow).set_note(Text(clean(note)))
             if self.has_class("-narrow"):
-                self._below("nb", name).update(Text(clean(note)))
+                self._note_below(name).update(Text(clean(note)))
         self._set_fields_disabled(False)
         self.query_one("#" + _field_id(self.engine.editable[0]), Input).focus()
         done = []

@@ -246,7 +246,7 @@ def _build_plan(keys: list[SeriesKey], nan: frozenset[int]) -> _PagePlan:
     plan.names_v0 = not by_name.keys().isdisjoint(V0_MARKERS)
     plan.cache_config = cache_config
     plan.cpu = _unlabelled_row(by_name, names.PROCESS_CPU, nan)
-    plan.extra = [(n, i) for n in EXTRA if (i := _unlabelled_row(by_name, n, nan)) is not None]
+    plan.extra = [(n, j) for n in EXTRA if (j := _unlabelled_row(by_name, n, nan)) is not None]
     plan.lora = by_name.get(LORA_INFO, [])
     return plan
 

@@ -373,7 +373,7 @@ class _Template:
             return None
         if self.equal(lines) != self.equal_texts:
             return None
-        tails = list(map(operator.getitem, self.kept(lines), self.cuts))
+        tails: list[str] = list(map(operator.getitem, self.kept(lines), self.cuts))
         if "_" in "".join(tails):
             return None
         try:
@@ -560,22 +560,22 @@ def _slow_sample(line: str) -> tuple[SeriesKey, float]:
         lm = _LABEL_NAME.match(line, i)
         if lm is None:
             raise _Malformed(f"bad label name at column {i + 1}")
-        key = lm.group()
+        label = lm.group()
         i = lm.end()
         while i < n and line[i] in _BLANK:
             i += 1
         if i >= n or line[i] != "=":
-            raise _Malformed(f"label {key!r} without '=' at column {i + 1}")
+            raise _Malformed(f"label {label!r} without '=' at column {i + 1}")
         i += 1
         while i < n and line[i] in _BLANK:
             i += 1
         qm = _QUOTED.match(line, i)
         if qm is None:
-            raise _Malformed(f"label {key!r}: unterminated or unquoted value at column {i + 1}")
+            raise _Malformed(f"label {label!r}: unterminated or unquoted value at column {i + 1}")
         raw = qm.group(1)
-        if key in labels:
-            raise _Malformed(f"duplicate label {key!r}")
-        labels[key] = _ESCAPE.sub(lambda e: _UNESCAPE[e.group()], raw) if "\\" in raw else raw
+        if label in labels:
+            raise _Malformed(f"duplicate label {label!r}")
+        labels[label] = _ESCAPE.sub(lambda e: _UNESCAPE[e.group()], raw) if "\\" in raw else raw
         i = qm.end()
         while i < n and line[i] in _BLANK:
             i += 1

@@ -56,7 +56,7 @@ def main() -> int:
     n = args.replicas
     print(describe() + "; " + load_average() + " at start (a shared machine: the load says how busy)")
     kind = "live (growing at every request)" if args.live else "static"
-    print(f"kvwatch from {Path(engines.__file__).parents[2]}; {n} {kind} pages, {args.rounds} rounds, medians")
+    print(f"kvwatch from {Path(sys.modules['tui'].__file__).parents[1]}; {n} {kind} pages, {args.rounds} rounds, medians")
     stages: dict[str, list[float]] = {k: [] for k in ("floor", "floor fetch", "fetch", "parse", "to_sample",
                                                        "ingest", "refresh")}
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import pstats
 import statistics
 import sys
 import time
@@ -38,6 +40,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose kvwatch is timed")
     ap.add_argument("--live", action="store_true", help="pages that change at every request (a live server's)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also cProfile the ingest stage and print its N costliest functions (own time)")
     args = ap.parse_args()
     # the bench's own modules (pages, floor) from this checkout, kvwatch from the tree timed
     sys.path.insert(0, str(ROOT))
@@ -53,6 +57,7 @@ def main() -> int:
     from tui.core.sources.direct import DirectSource, Target
 
     tune_gc()
+    prof = cProfile.Profile() if args.profile else None
     n = args.replicas
     print(describe() + "; " + load_average() + " at start (a shared machine: the load says how busy)")
     kind = "live (growing at every request)" if args.live else "static"
@@ -88,9 +93,13 @@ def main() -> int:
             samples = [to_sample(parse_vllm(p)) for p in pages]
             stages["to_sample"].append((time.process_time() - c) / n - stages["parse"][-1])
             batch = [Scrape(ts=t0 + 3 + r, replica=f"r{i}", sample=s, latency_s=0.01) for i, s in enumerate(samples)]
+            if prof is not None:
+                prof.enable()
             c = time.process_time()
             mon.ingest(batch, now=t0 + 3 + r)
             stages["ingest"].append((time.process_time() - c) / n)
+            if prof is not None:
+                prof.disable()
             c = time.process_time()
             await live.refresh()
             stages["refresh"].append((time.process_time() - c) / n)
@@ -112,6 +121,10 @@ def main() -> int:
     parts = med["fetch"] + med["parse"] + med["to_sample"] + med["ingest"]
     print(f"{'stages':<10} {parts * 1e6:>8.0f} {parts / floor:>7.2f}x  (fetch + parse + to_sample + ingest; "
           f"refresh - stages = the asyncio glue: {(med['refresh'] - parts) * 1e6:.0f} us)")
+    if prof is not None:
+        print(f"ingest under cProfile (its timings above are inflated by the profiler), "
+              f"{args.profile} costliest functions by own time:")
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
     print(load_average() + " at end")
     return 0
 

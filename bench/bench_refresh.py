@@ -1,6 +1,6 @@
 """A full refresh in direct mode: scrape + parse + history + diagnosis through the Monitor.
 
-    .venv/bin/python bench/bench_refresh.py [--replicas 64 256 1024] [--refreshes 5]
+    .venv/bin/python bench/bench_refresh.py [--replicas 64 256 1024] [--refreshes 5] [--live]
 
 N keep-alive endpoints in a separate process (bench/fleetserve.py) each serve their own
 real-size vLLM V1 page (~42 KB, ~420 lines); DirectSource as `kvwatch --url` builds it (raw pages kept for
@@ -8,7 +8,8 @@ recording) feeds a Monitor. The CPU figure is kvwatch's process alone, per refre
 default 1 s interval, CPU seconds per refresh = cores used. Budget (issue 4): 256 replicas in
 under 1 s wall and under 0.25 CPU-s per refresh. Each figure is also given as a ratio to the floor
 (bench/floor.py) measured on the same pages just before and after: the ratio is what carries
-from a quiet machine to a busy one.
+from a quiet machine to a busy one. `--live`: pages that grow at every request as a running
+server's do (bench/fleetserve.py), the floor measured on the same live pages.
 """
 
 from __future__ import annotations
@@ -58,12 +59,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--replicas", type=int, nargs="+", default=[64, 256, 1024])
     ap.add_argument("--refreshes", type=int, default=5)
+    ap.add_argument("--live", action="store_true", help="pages that change at every request (a live server's)")
     args = ap.parse_args()
-    print(describe() + "; " + load_average() + " at start")
+    print(describe() + "; " + load_average() + " at start; "
+          + ("live pages (growing at every request)" if args.live else "static pages"))
     print("floor: a bare asyncio.Protocol keep-alive client fetching each page once + a stdlib regex tokenising its "
           "samples + float() (bench/floor.py), on the same pages, just before and after kvwatch's refreshes")
     for n in args.replicas:
-        with PageFleet(n) as fleet:
+        with PageFleet(n, live=args.live) as fleet:
             assert fleet.proc is not None
             before = measure_floor(fleet.ports)
             walls, cpus, server, ok = asyncio.run(run(fleet.ports, args.refreshes, fleet.proc.pid))

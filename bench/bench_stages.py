@@ -1,9 +1,12 @@
 """Where a replica's refresh goes beyond the floor: each stage of kvwatch's direct pipeline, in
 CPU per page, against the floor (bench/floor.py) measured in the same run on the same pages.
 
-    .venv/bin/python bench/bench_stages.py [--replicas 256] [--rounds 8] [--tree PATH]
+    .venv/bin/python bench/bench_stages.py [--replicas 256] [--rounds 8] [--tree PATH] [--live]
 
-N static real-size vLLM V1 pages (bench/fleetserve.py, its own process). Stages, each timed on
+N static real-size vLLM V1 pages (bench/fleetserve.py, its own process); with `--live`, pages
+that grow at every request as a running server's do (every counter and histogram bucket, the
+gauges moving), so that nothing cached on an unchanged page or histogram is reused; the floor
+is then measured on the same live pages. Stages, each timed on
 its own over the same pages, alternating with the floor so that a change in the machine's load
 reaches both:
   fetch      DirectSource's fetch path (lean HTTP/1.1 client, size cap, decode, page check)
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import pstats
 import statistics
 import sys
 import time
@@ -34,12 +39,16 @@ def main() -> int:
     ap.add_argument("--replicas", type=int, default=256)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--tree", type=Path, default=ROOT, help="the checkout whose kvwatch is timed")
+    ap.add_argument("--live", action="store_true", help="pages that change at every request (a live server's)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also cProfile the ingest stage and print its N costliest functions (own time)")
     args = ap.parse_args()
-    sys.path.insert(0, str(args.tree.resolve()))
-    sys.path.insert(1, str(ROOT))
+    # the bench's own modules (pages, floor) from this checkout, kvwatch from the tree timed
+    sys.path.insert(0, str(ROOT))
     from bench.fleetserve import PageFleet
     from bench.floor import measure_floor
     from bench.machine import describe, load_average
+    sys.path.insert(0, str(args.tree.resolve()))
     from tui.core import engines
     from tui.core.metrics.extract import parse_vllm, to_sample
     from tui.core.model import Scrape
@@ -48,9 +57,11 @@ def main() -> int:
     from tui.core.sources.direct import DirectSource, Target
 
     tune_gc()
+    prof = cProfile.Profile() if args.profile else None
     n = args.replicas
     print(describe() + "; " + load_average() + " at start (a shared machine: the load says how busy)")
-    print(f"kvwatch from {args.tree.resolve()}; {n} pages, {args.rounds} rounds, medians")
+    kind = "live (growing at every request)" if args.live else "static"
+    print(f"kvwatch from {Path(sys.modules['tui'].__file__).parents[1]}; {n} {kind} pages, {args.rounds} rounds, medians")
     stages: dict[str, list[float]] = {k: [] for k in ("floor", "floor fetch", "fetch", "parse", "to_sample",
                                                        "ingest", "refresh")}
 
@@ -82,15 +93,19 @@ def main() -> int:
             samples = [to_sample(parse_vllm(p)) for p in pages]
             stages["to_sample"].append((time.process_time() - c) / n - stages["parse"][-1])
             batch = [Scrape(ts=t0 + 3 + r, replica=f"r{i}", sample=s, latency_s=0.01) for i, s in enumerate(samples)]
+            if prof is not None:
+                prof.enable()
             c = time.process_time()
             mon.ingest(batch, now=t0 + 3 + r)
             stages["ingest"].append((time.process_time() - c) / n)
+            if prof is not None:
+                prof.disable()
             c = time.process_time()
             await live.refresh()
             stages["refresh"].append((time.process_time() - c) / n)
         await src.close()
 
-    with PageFleet(n) as fleet:
+    with PageFleet(n, live=args.live) as fleet:
         for _ in range(2):  # floor, stages, floor, stages: alternating
             f = measure_floor(fleet.ports, reps=max(3, args.rounds // 2))
             stages["floor"].append(f.per_page_s)
@@ -106,6 +121,10 @@ def main() -> int:
     parts = med["fetch"] + med["parse"] + med["to_sample"] + med["ingest"]
     print(f"{'stages':<10} {parts * 1e6:>8.0f} {parts / floor:>7.2f}x  (fetch + parse + to_sample + ingest; "
           f"refresh - stages = the asyncio glue: {(med['refresh'] - parts) * 1e6:.0f} us)")
+    if prof is not None:
+        print(f"ingest under cProfile (its timings above are inflated by the profiler), "
+              f"{args.profile} costliest functions by own time:")
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(args.profile)
     print(load_average() + " at end")
     return 0
 

@@ -5,8 +5,9 @@ the screen's content.
         [--against OLD_TREE] [--rounds 3] [--only SCREEN [--profile FILE.pstats]]
 
 Headless (Textual's test driver: every frame is composed and rendered as for a terminal, only
-not written), the stepped simulated cluster behind the mitigation keys, a fleet primed with 8
-refreshes, the garbage collector tuned as the command tunes it. Each screen is opened `reps`
+not written), the stepped simulated cluster behind the mitigation keys, a fleet primed with 31
+refreshes (a session past its first half minute: the app's collections then scan only what
+is new, tui/app.py refresh_once), the garbage collector tuned as the command tunes it. Each screen is opened `reps`
 times from the fleet screen and closed again.
 
 "Opened" is the first frame the app hands to the terminal (`App._display`) for that screen
@@ -67,6 +68,8 @@ def _footer_ready(screen) -> bool:
 def _screen_text(app) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
+
+PRIME = 31  # refreshes before the first opening
 
 async def measure(replicas: int, reps: int, size: tuple[int, int],
                   only: str = "", profile: str = "", no_gc: bool = False) -> dict[str, list[tuple[float, float, float]]]:
@@ -165,7 +168,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
         out.setdefault(label, []).append((wall - t0, cpu - c0, gc_s[0] - g0))
 
     async with app.run_test(size=size) as pilot:
-        for _ in range(8):
+        for _ in range(PRIME):
             await app.refresh_once()
         await pilot.pause()
         fleet_screen = app.screen

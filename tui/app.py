@@ -12,6 +12,7 @@ entries in `self.pressure` (tui/alerts.py), theme choice in tui/theming.py.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 import weakref
 from pathlib import Path
@@ -55,15 +56,15 @@ class FleetUpdated(Message):
         self.error = error
 
 
-GC_EVERY = 30  # refreshes between full collections in the TUI (refresh_once)
+GC_EVERY = 30  # refreshes between collections of the garbage made since the last (refresh_once)
+FULL_EVERY = 600  # refreshes between collections of everything, what was kept before included
 
 
 class KvwatchApp(App):
     CSS_PATH = "kvwatch.tcss"
-    # ASCII mode (TERM=linux consoles): Textual's own edge glyphs in characters those fonts have.
     CSS = """
-    App.-ascii FooterKey.-command-palette { border-left: none; }
     Toast { display: none; }  /* messages go to the flash line (widgets/flash.py), never over content */
+    /* ASCII mode (TERM=linux consoles): no ellipsis glyph those fonts may lack */
     App.-ascii HeaderLine, App.-ascii PressureBanner, App.-ascii SelectedStrip { text-overflow: clip; }
     """
     TITLE = "kvwatch"
@@ -284,6 +285,7 @@ class KvwatchApp(App):
         return self.replay.status()
 
     async def on_unmount(self) -> None:
+        gc.unfreeze()  # what refresh_once froze is collectable again (an app inside a longer process: tests)
         src = self.monitor.source
         if src is not None:
             try:
@@ -315,7 +317,16 @@ class KvwatchApp(App):
         # GC_EVERY refreshes bounds that garbage to a few frames' worth; the allocator's free
         # pages go back to the system with it.
         if self.refreshes % GC_EVERY == 0:
+            # What survives is frozen (gc.freeze: kept out of every later collection), so this
+            # collection and the automatic ones between scan only what came after the last one:
+            # a collection of the whole heap (history and screens) held the event loop 0.1-0.5 s,
+            # inside whatever key the user had just pressed (bench/bench_screen_open.py's "gc
+            # max"). Cycles that were alive at a freeze and dropped later (a screen closed) wait
+            # for the collection of everything, every FULL_EVERY refreshes.
+            if self.refreshes % FULL_EVERY == 0:
+                gc.unfreeze()
             release_memory()
+            gc.freeze()
         try:
             state, err = await self.monitor.refresh(), None
         except Exception as e:  # the whole source failed (e.g. Prometheus 401): say so, keep going

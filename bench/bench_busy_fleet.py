@@ -1,10 +1,11 @@
 """1024 replicas at 1 Hz with busy loops running beside kvwatch: is every refresh on time, is
 any replica that answered shown stale, and how long can the event loop be held?
 
-    .venv/bin/python bench/bench_busy_fleet.py [--replicas 1024] [--busy 2] [--warmup 15] [--seconds 40]
+    .venv/bin/python bench/bench_busy_fleet.py [--replicas 1024] [--busy 2] [--warmup 15] [--seconds 40] [--live]
 
 N static real-size vLLM V1 pages on 127.0.0.1 (bench/fleetserve.py, its own process; it answers
-every request the moment it reads it), `--busy` Python processes spinning beside kvwatch (each
+every request the moment it reads it; `--live`: pages whose counters and histograms grow at
+every request, as a running server's, the floor measured on them too), `--busy` Python processes spinning beside kvwatch (each
 bounded: it stops by itself after the run's length, and is ended at exit), and
 `kvwatch --url ... --interval 1 --json --duration D` from this tree (it stops by itself too).
 Read from kvwatch's own output after the warm-up:
@@ -59,15 +60,16 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=15.0)
     ap.add_argument("--seconds", type=float, default=40.0, help="the window judged, after the warm-up")
     ap.add_argument("--tree", type=Path, default=ROOT, help="the checkout to run kvwatch from")
+    ap.add_argument("--live", action="store_true", help="pages that change at every request (a live server's)")
     args = ap.parse_args()
     run_s = args.warmup + args.seconds
     print(describe() + "; " + load_average() + " at start (the machine may be shared: the load says by how much)")
     print(f"{args.replicas} replicas, kvwatch --json at 1 s from {args.tree.resolve()}, {args.busy} busy loops "
-          f"beside it; warm-up {args.warmup:g} s, window {args.seconds:g} s")
+          f"beside it; warm-up {args.warmup:g} s, window {args.seconds:g} s; " + ("live pages" if args.live else "static pages"))
     scratch = Path(tempfile.mkdtemp(prefix="kvwatch-busy-"))
     lag = scratch / "looplag.txt"
     busy: list[subprocess.Popen] = []
-    with PageFleet(args.replicas) as fleet:
+    with PageFleet(args.replicas, live=args.live) as fleet:
         try:
             busy = [subprocess.Popen([sys.executable, "-c", BUSY.format(s=run_s + 30)]) for _ in range(args.busy)]
             before = measure_floor(fleet.ports)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -366,6 +367,65 @@ class FleetTable(DataTable):
                     style = prev
             segs.append(Segment(text, style, control))
         return Strip(Segment.simplify(segs), strip.cell_length)
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
+        # Every refresh moves _update_count, so DataTable re-renders each visible cell each
+        # second through Rich (Styled(Padding(Text)) -> wrap, join, split_and_crop_lines), ~40 us
+        # a cell. The cells this table builds (one-line Text, no spans, no wider than the column)
+        # come out of that as one segment of style pre + cell + post and a blank pad: build
+        # that directly, and leave anything else to DataTable (tests/ui/test_fleet_cell_render.py
+        # holds the two paths to the same segments).
+        cache = self._cell_render_cache
+        if row_index >= 0:
+            row_key = self._row_locations.get_key(row_index)
+        else:
+            row_key = self._header_row_key
+        column_key = self._column_locations.get_key(column_index)
+        key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor,
+               self._update_count, self._pseudo_class_state)
+        lines = cache.get(key)
+        if lines is None:
+            lines = self._direct_cell(row_index, column_index, row_key, base_style, width, cursor, hover)
+            if lines is None:
+                return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            cache[key] = lines
+        return lines
+
+    def _direct_cell(self, row_index: int, column_index: int, row_key: RowKey | None, base_style: Style,
+                     width: int, cursor: bool, hover: bool) -> list[list[Segment]] | None:
+        """The cell's lines as DataTable._render_cell draws them, or None where this path does
+        not apply (rows above one line, row labels, fixed cells, padding, text it would change)."""
+        if column_index < 0 or self.cell_padding or self.fixed_rows or self.fixed_columns or width < 1:
+            return None
+        header = row_index == -1
+        if header:
+            if self.header_height != 1:
+                return None
+        else:
+            row = self.rows.get(row_key) if row_key is not None else None
+            if row is None or row.height != 1:
+                return None
+        cells = self._get_row_renderables(row_index).cells
+        cell = cells[column_index] if column_index < len(cells) else None
+        if type(cell) is not Text or cell._spans or cell.no_wrap is False or cell.justify not in (None, "default"):
+            return None
+        plain = cell.plain
+        n = len(plain)
+        if not n or n > width or "\n" in plain or "\t" in plain or (not plain.isascii() and cell_len(plain) != n):
+            return None
+        justify = self.app.console_options.justify
+        if justify not in (None, "default"):
+            return None
+        component, post = self._get_styles_to_render_cell(
+            header, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        style = self.app.console.get_style(cell.style, default=Style.null()) if cell.style else None
+        line = [Segment(plain, (pre + style) + post)]
+        if n < width:
+            line.append(Segment(" " * (width - n), pre + post))
+        return [line]
 
     def _row_style(self, style: Style) -> Style:
         meta = style.meta

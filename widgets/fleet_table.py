@@ -195,6 +195,8 @@ class FleetTable(DataTable):
         self.views: dict[str, ReplicaView] = {}
         self.ascii = False
         self._row_styles: dict[Style, Style] = {}
+        self._cell_styles: dict[tuple, tuple[Style, Style]] = {}  # _direct_cell's, per cell and style
+        self._line_ctx: tuple | None = None  # _cell_context() while render_line draws a line
         self.now: float | None = None  # the state's clock (simulated in the demo): AGE counts to it
         self.has_pods = False  # pod columns stay while a filter hides every row
         self.sort_by: tuple[str, bool] = ("severity", False)  # (sort, reversed): the header's arrow
@@ -356,7 +358,11 @@ class FleetTable(DataTable):
         # Blank cells take their neighbour's foreground (invisible on spaces) to join its run.
         if self._stale:
             self._freshen_lines(y, y + 1)
-        strip = super().render_line(y)
+        self._line_ctx = self._cell_context()
+        try:
+            strip = super().render_line(y)
+        finally:
+            self._line_ctx = None
         segs: list[Segment] = []
         for text, style, control in strip:
             if style is not None and style._meta:
@@ -396,11 +402,12 @@ class FleetTable(DataTable):
                      width: int, cursor: bool, hover: bool) -> list[list[Segment]] | None:
         """The cell's lines as DataTable._render_cell draws them, or None where this path does
         not apply (rows above one line, row labels, fixed cells, padding, text it would change)."""
-        if column_index < 0 or self.cell_padding or self.fixed_rows or self.fixed_columns or width < 1:
+        ctx = self._line_ctx or self._cell_context()
+        if ctx is None or column_index < 0 or width < 1:
             return None
         header = row_index == -1
         if header:
-            if self.header_height != 1:
+            if not ctx[0]:
                 return None
         else:
             row = self.rows.get(row_key) if row_key is not None else None
@@ -414,18 +421,41 @@ class FleetTable(DataTable):
         n = len(plain)
         if not n or n > width or "\n" in plain or "\t" in plain or (not plain.isascii() and cell_len(plain) != n):
             return None
-        justify = self.app.console_options.justify
-        if justify not in (None, "default"):
-            return None
-        component, post = self._get_styles_to_render_cell(
-            header, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
-            self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
-        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
-        style = self.app.console.get_style(cell.style, default=Style.null()) if cell.style else None
-        line = [Segment(plain, (pre + style) + post)]
+        key = (base_style, row_index, column_index, cursor, hover, ctx, self._pseudo_class_state, cell.style)
+        styles = self._cell_styles.get(key)
+        if styles is None:
+            styles = self._cell_styles_for(header, row_index, column_index, base_style, cursor, hover, ctx, cell.style)
+            if len(self._cell_styles) > 16384:
+                self._cell_styles.clear()
+            self._cell_styles[key] = styles
+        line = [Segment(plain, styles[0])]
         if n < width:
-            line.append(Segment(" " * (width - n), pre + post))
+            line.append(Segment(" " * (width - n), styles[1]))
         return [line]
+
+    def _cell_context(self) -> tuple | None:
+        """What DataTable reads for every cell and which holds for a whole line: None where the
+        direct path does not apply to any cell of it."""
+        if self.cell_padding or self.fixed_rows or self.fixed_columns or (
+                self.app.console_options.justify not in (None, "default")):
+            return None
+        return (self.header_height == 1, self.show_cursor, self._show_hover_cursor,
+                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+
+    def _cell_styles_for(self, header: bool, row_index: int, column_index: int, base_style: Style,
+                         cursor: bool, hover: bool, ctx: tuple, cell_style: str | Style) -> tuple[Style, Style]:
+        """(the text's style, the pad's style), combined as Styled(Padding(Text)) combines them:
+        pre + the text's own + post, and pre + post on the blank Padding adds."""
+        _, show_cursor, show_hover, fg_css, bg_css = ctx
+        component, post = self._get_styles_to_render_cell(
+            header, False, False, hover, cursor, show_cursor, show_hover, fg_css, bg_css)
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        style = self.app.console.get_style(cell_style, default=Style.null()) if cell_style else None
+        return (pre + style) + post, pre + post
+
+    def notify_style_update(self) -> None:
+        self._cell_styles.clear()  # a theme or CSS change: DataTable drops its style caches too
+        super().notify_style_update()
 
     def _row_style(self, style: Style) -> Style:
         meta = style.meta

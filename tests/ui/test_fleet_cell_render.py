@@ -130,3 +130,17 @@ async def test_cells_the_direct_path_must_not_draw_are_drawn_by_datatable(monkey
                 want = _segments(_reference(table, 0, 2, table.rich_style, width, cursor, hover))
                 got = _segments(_direct(table, 0, 2, table.rich_style, width, cursor, hover))
                 assert got == want, repr(value)
+
+
+async def test_a_theme_switched_at_run_time_draws_the_same_cells(monkeypatch):
+    """The direct path keeps the styles it combined; a theme change must not leave them behind."""
+    app = make_app(MANY)
+    async with app.run_test(size=(160, 30)) as pilot:
+        await prime(pilot, 3)
+        table = app.screen.query_one(FleetTable)
+        _compare_cells(table)
+        for _ in range(len(THEMES)):
+            app.action_cycle_theme()
+            await prime(pilot, 1)
+            table._pseudo_class_state = table.get_pseudo_class_state()
+            assert _compare_cells(table) > 0, app.theme

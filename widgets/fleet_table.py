@@ -196,6 +196,7 @@ class FleetTable(DataTable):
         self.ascii = False
         self._row_styles: dict[Style, Style] = {}
         self._cell_styles: dict[tuple, tuple[Style, Style]] = {}  # _direct_cell's, per cell and style
+        self._extend_styles: dict[tuple, Style] = {}  # the blank past the last column, per row state
         self._line_ctx: tuple | None = None  # _cell_context() while render_line draws a line
         self.now: float | None = None  # the state's clock (simulated in the demo): AGE counts to it
         self.has_pods = False  # pod columns stay while a filter hides every row
@@ -398,6 +399,52 @@ class FleetTable(DataTable):
             cache[key] = lines
         return lines
 
+    def _render_line_in_row(self, row_key: RowKey, line_no: int, base_style: Style,
+                            cursor_location: Coordinate, hover_location: Coordinate):
+        # DataTable's loop, less its per-cell Coordinates, highlight tests and cache keys: a
+        # one-line data row under a row cursor, every cell drawn by _direct_cell, else theirs.
+        ctx = self._line_ctx or self._cell_context()
+        row_index = self._row_locations.get(row_key) if row_key in self._row_locations else -1
+        if (ctx is None or line_no or row_index < 0 or self.cursor_type != "row" or self.zebra_stripes
+                or (self._labelled_row_exists and self.show_row_labels)):
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        cache_key = (row_key, line_no, base_style, cursor_location, hover_location, "row", ctx[1],
+                     self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        hit = self._row_render_cache.get(cache_key)
+        if hit is not None:
+            return hit
+        row_style = self._get_row_style(row_index, base_style)
+        cursor, hover = cursor_location.row == row_index, hover_location.row == row_index
+        cache, update, show_hover = self._cell_render_cache, self._update_count, self._show_hover_cursor
+        pseudo, locations = self._pseudo_class_state, self._column_locations
+        scrollable_row: list[list[Segment]] = []
+        table_width = self._row_label_column_width
+        for column_index, column in enumerate(self.ordered_columns):
+            width = column.get_render_width(self)
+            table_width += width
+            key = (row_key, locations.get_key(column_index), row_style, cursor, hover, show_hover, update, pseudo)
+            lines = cache.get(key)
+            if lines is None:
+                lines = self._direct_cell(row_index, column_index, row_key, row_style, width, cursor, hover)
+                if lines is None:
+                    return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+                cache[key] = lines
+            scrollable_row.append(lines[0])
+        extend_key = (row_style, row_index, hover_location.row == row_index, cursor, ctx)
+        extend_style = self._extend_styles.get(extend_key)
+        if extend_style is None:
+            extend, _ = self._get_styles_to_render_cell(False, False, False, extend_key[2], cursor, ctx[1],
+                                                        ctx[2], False, False)
+            extend_style = row_style + extend + Style.from_meta(
+                {"row": row_index, "column": 0, "out_of_bounds": True})
+            if len(self._extend_styles) > 4096:
+                self._extend_styles.clear()
+            self._extend_styles[extend_key] = extend_style
+        scrollable_row.append([Segment(" " * max(0, self.size.width - table_width), extend_style)])
+        pair: tuple[list, list] = ([], scrollable_row)
+        self._row_render_cache[cache_key] = pair
+        return pair
+
     def _direct_cell(self, row_index: int, column_index: int, row_key: RowKey | None, base_style: Style,
                      width: int, cursor: bool, hover: bool) -> list[list[Segment]] | None:
         """The cell's lines as DataTable._render_cell draws them, or None where this path does
@@ -455,6 +502,7 @@ class FleetTable(DataTable):
 
     def notify_style_update(self) -> None:
         self._cell_styles.clear()  # a theme or CSS change: DataTable drops its style caches too
+        self._extend_styles.clear()
         super().notify_style_update()
 
     def _row_style(self, style: Style) -> Style:

@@ -402,7 +402,7 @@ class FleetTable(DataTable):
     def _render_line_in_row(self, row_key: RowKey, line_no: int, base_style: Style,
                             cursor_location: Coordinate, hover_location: Coordinate):
         # DataTable's loop, less its per-cell Coordinates, highlight tests and cache keys: a
-        # one-line data row under a row cursor, every cell drawn by _direct_cell, else theirs.
+        # one-line data row under a row cursor, every cell drawn by _cell_line, else theirs.
         ctx = self._line_ctx or self._cell_context()
         row_index = self._row_locations.get(row_key) if row_key in self._row_locations else -1
         if (ctx is None or line_no or row_index < 0 or self.cursor_type != "row" or self.zebra_stripes
@@ -415,21 +415,20 @@ class FleetTable(DataTable):
             return hit
         row_style = self._get_row_style(row_index, base_style)
         cursor, hover = cursor_location.row == row_index, hover_location.row == row_index
-        cache, update, show_hover = self._cell_render_cache, self._update_count, self._show_hover_cursor
-        pseudo, locations = self._pseudo_class_state, self._column_locations
+        row = self.rows.get(row_key)
+        if row is None or row.height != 1:
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        cells = self._get_row_renderables(row_index).cells
         scrollable_row: list[list[Segment]] = []
         table_width = self._row_label_column_width
         for column_index, column in enumerate(self.ordered_columns):
             width = column.get_render_width(self)
             table_width += width
-            key = (row_key, locations.get_key(column_index), row_style, cursor, hover, show_hover, update, pseudo)
-            lines = cache.get(key)
-            if lines is None:
-                lines = self._direct_cell(row_index, column_index, row_key, row_style, width, cursor, hover)
-                if lines is None:
-                    return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
-                cache[key] = lines
-            scrollable_row.append(lines[0])
+            line = self._cell_line(cells[column_index] if column_index < len(cells) else None, False,
+                                   row_index, column_index, row_style, width, cursor, hover, ctx)
+            if line is None:
+                return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+            scrollable_row.append(line)
         extend_key = (row_style, row_index, hover_location.row == row_index, cursor, ctx)
         extend_style = self._extend_styles.get(extend_key)
         if extend_style is None:
@@ -461,7 +460,14 @@ class FleetTable(DataTable):
             if row is None or row.height != 1:
                 return None
         cells = self._get_row_renderables(row_index).cells
-        cell = cells[column_index] if column_index < len(cells) else None
+        line = self._cell_line(cells[column_index] if column_index < len(cells) else None, header,
+                               row_index, column_index, base_style, width, cursor, hover, ctx)
+        return None if line is None else [line]
+
+    def _cell_line(self, cell: object, header: bool, row_index: int, column_index: int, base_style: Style,
+                   width: int, cursor: bool, hover: bool, ctx: tuple) -> list[Segment] | None:
+        """A one-line cell's segments, or None for a cell Rich would draw otherwise: spans, wrap,
+        justify, newlines, tabs, no text, wider than the column, characters not one cell wide."""
         if type(cell) is not Text or cell._spans or cell.no_wrap is False or cell.justify not in (None, "default"):
             return None
         plain = cell.plain
@@ -475,10 +481,9 @@ class FleetTable(DataTable):
             if len(self._cell_styles) > 16384:
                 self._cell_styles.clear()
             self._cell_styles[key] = styles
-        line = [Segment(plain, styles[0])]
         if n < width:
-            line.append(Segment(" " * (width - n), styles[1]))
-        return [line]
+            return [Segment(plain, styles[0]), Segment(" " * (width - n), styles[1])]
+        return [Segment(plain, styles[0])]
 
     def _cell_context(self) -> tuple | None:
         """What DataTable reads for every cell and which holds for a whole line: None where the

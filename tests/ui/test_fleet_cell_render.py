@@ -64,7 +64,7 @@ def _compare_cells(table: FleetTable) -> int:
 def _lines(table: FleetTable, fallback: bool, monkeypatch) -> list:
     with monkeypatch.context() as m:
         if fallback:
-            m.setattr(FleetTable, "_direct_cell", lambda self, *a: None)
+            m.setattr(FleetTable, "_cell_line", lambda self, *a: None)
         table._clear_caches()
         table._styles_cache.clear()
         table._update_count += 1

@@ -384,11 +384,10 @@ class FleetTable(DataTable):
         # that directly, and leave anything else to DataTable (tests/ui/test_fleet_cell_render.py
         # holds the two paths to the same segments).
         cache = self._cell_render_cache
-        if row_index >= 0:
-            row_key = self._row_locations.get_key(row_index)
-        else:
-            row_key = self._header_row_key
+        row_key = self._row_locations.get_key(row_index) if row_index >= 0 else self._header_row_key
         column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor,
                self._update_count, self._pseudo_class_state)
         lines = cache.get(key)
@@ -404,11 +403,12 @@ class FleetTable(DataTable):
         # DataTable's loop, less its per-cell Coordinates, highlight tests and cache keys: a
         # one-line data row under a row cursor, every cell drawn by _cell_line, else theirs.
         ctx = self._line_ctx or self._cell_context()
-        row_index = self._row_locations.get(row_key) if row_key in self._row_locations else -1
+        found = self._row_locations.get(row_key)
+        row_index = -1 if found is None else found
         if (ctx is None or line_no or row_index < 0 or self.cursor_type != "row" or self.zebra_stripes
                 or (self._labelled_row_exists and self.show_row_labels)):
             return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
-        cache_key = (row_key, line_no, base_style, cursor_location, hover_location, "row", ctx[1],
+        cache_key = (row_key, line_no, base_style, cursor_location, hover_location, self.cursor_type, self.show_cursor,
                      self._show_hover_cursor, self._update_count, self._pseudo_class_state)
         hit = self._row_render_cache.get(cache_key)
         if hit is not None:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -194,6 +195,9 @@ class FleetTable(DataTable):
         self.views: dict[str, ReplicaView] = {}
         self.ascii = False
         self._row_styles: dict[Style, Style] = {}
+        self._cell_styles: dict[tuple, tuple[Style, Style]] = {}  # _direct_cell's, per cell and style
+        self._extend_styles: dict[tuple, Style] = {}  # the blank past the last column, per row state
+        self._line_ctx: tuple | None = None  # _cell_context() while render_line draws a line
         self.now: float | None = None  # the state's clock (simulated in the demo): AGE counts to it
         self.has_pods = False  # pod columns stay while a filter hides every row
         self.sort_by: tuple[str, bool] = ("severity", False)  # (sort, reversed): the header's arrow
@@ -355,7 +359,11 @@ class FleetTable(DataTable):
         # Blank cells take their neighbour's foreground (invisible on spaces) to join its run.
         if self._stale:
             self._freshen_lines(y, y + 1)
-        strip = super().render_line(y)
+        self._line_ctx = self._cell_context()
+        try:
+            strip = super().render_line(y)
+        finally:
+            self._line_ctx = None
         segs: list[Segment] = []
         for text, style, control in strip:
             if style is not None and style._meta:
@@ -366,6 +374,141 @@ class FleetTable(DataTable):
                     style = prev
             segs.append(Segment(text, style, control))
         return Strip(Segment.simplify(segs), strip.cell_length)
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
+        # Every refresh moves _update_count, so DataTable re-renders each visible cell each
+        # second through Rich (Styled(Padding(Text)) -> wrap, join, split_and_crop_lines), ~40 us
+        # a cell. The cells this table builds (one-line Text, no spans, no wider than the column)
+        # come out of that as one segment of style pre + cell + post and a blank pad: build
+        # that directly, and leave anything else to DataTable (tests/ui/test_fleet_cell_render.py
+        # holds the two paths to the same segments).
+        cache = self._cell_render_cache
+        row_key = self._row_locations.get_key(row_index) if row_index >= 0 else self._header_row_key
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        key = (row_key, column_key, base_style, cursor, hover, self._show_hover_cursor,
+               self._update_count, self._pseudo_class_state)
+        lines = cache.get(key)
+        if lines is None:
+            lines = self._direct_cell(row_index, column_index, row_key, base_style, width, cursor, hover)
+            if lines is None:
+                return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+            cache[key] = lines
+        return lines
+
+    def _render_line_in_row(self, row_key: RowKey, line_no: int, base_style: Style,
+                            cursor_location: Coordinate, hover_location: Coordinate):
+        # DataTable's loop, less its per-cell Coordinates, highlight tests and cache keys: a
+        # one-line data row under a row cursor, every cell drawn by _cell_line, else theirs.
+        ctx = self._line_ctx or self._cell_context()
+        found = self._row_locations.get(row_key)
+        row_index = -1 if found is None else found
+        if (ctx is None or line_no or row_index < 0 or self.cursor_type != "row" or self.zebra_stripes
+                or (self._labelled_row_exists and self.show_row_labels)):
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        cache_key = (row_key, line_no, base_style, cursor_location, hover_location, self.cursor_type, self.show_cursor,
+                     self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        hit = self._row_render_cache.get(cache_key)
+        if hit is not None:
+            return hit
+        row_style = self._get_row_style(row_index, base_style)
+        cursor, hover = cursor_location.row == row_index, hover_location.row == row_index
+        row = self.rows.get(row_key)
+        if row is None or row.height != 1:
+            return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+        cells = self._get_row_renderables(row_index).cells
+        scrollable_row: list[list[Segment]] = []
+        table_width = self._row_label_column_width
+        for column_index, column in enumerate(self.ordered_columns):
+            width = column.get_render_width(self)
+            table_width += width
+            line = self._cell_line(cells[column_index] if column_index < len(cells) else None, False,
+                                   row_index, column_index, row_style, width, cursor, hover, ctx)
+            if line is None:
+                return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
+            scrollable_row.append(line)
+        extend_key = (row_style, row_index, hover_location.row == row_index, cursor, ctx)
+        extend_style = self._extend_styles.get(extend_key)
+        if extend_style is None:
+            extend, _ = self._get_styles_to_render_cell(False, False, False, extend_key[2], cursor, ctx[1],
+                                                        ctx[2], False, False)
+            extend_style = row_style + extend + Style.from_meta(
+                {"row": row_index, "column": 0, "out_of_bounds": True})
+            if len(self._extend_styles) > 4096:
+                self._extend_styles.clear()
+            self._extend_styles[extend_key] = extend_style
+        scrollable_row.append([Segment(" " * max(0, self.size.width - table_width), extend_style)])
+        pair: tuple[list, list] = ([], scrollable_row)
+        self._row_render_cache[cache_key] = pair
+        return pair
+
+    def _direct_cell(self, row_index: int, column_index: int, row_key: RowKey | None, base_style: Style,
+                     width: int, cursor: bool, hover: bool) -> list[list[Segment]] | None:
+        """The cell's lines as DataTable._render_cell draws them, or None where this path does
+        not apply (rows above one line, row labels, fixed cells, padding, text it would change)."""
+        ctx = self._line_ctx or self._cell_context()
+        if ctx is None or column_index < 0 or width < 1:
+            return None
+        header = row_index == -1
+        if header:
+            if not ctx[0]:
+                return None
+        else:
+            row = self.rows.get(row_key) if row_key is not None else None
+            if row is None or row.height != 1:
+                return None
+        cells = self._get_row_renderables(row_index).cells
+        line = self._cell_line(cells[column_index] if column_index < len(cells) else None, header,
+                               row_index, column_index, base_style, width, cursor, hover, ctx)
+        return None if line is None else [line]
+
+    def _cell_line(self, cell: object, header: bool, row_index: int, column_index: int, base_style: Style,
+                   width: int, cursor: bool, hover: bool, ctx: tuple) -> list[Segment] | None:
+        """A one-line cell's segments, or None for a cell Rich would draw otherwise: spans, wrap,
+        justify, newlines, tabs, no text, wider than the column, characters not one cell wide."""
+        if type(cell) is not Text or cell._spans or cell.no_wrap is False or cell.justify not in (None, "default"):
+            return None
+        plain = cell.plain
+        n = len(plain)
+        if not n or n > width or "\n" in plain or "\t" in plain or (not plain.isascii() and cell_len(plain) != n):
+            return None
+        key = (base_style, row_index, column_index, cursor, hover, ctx, self._pseudo_class_state, cell.style)
+        styles = self._cell_styles.get(key)
+        if styles is None:
+            styles = self._cell_styles_for(header, row_index, column_index, base_style, cursor, hover, ctx, cell.style)
+            if len(self._cell_styles) > 16384:
+                self._cell_styles.clear()
+            self._cell_styles[key] = styles
+        if n < width:
+            return [Segment(plain, styles[0]), Segment(" " * (width - n), styles[1])]
+        return [Segment(plain, styles[0])]
+
+    def _cell_context(self) -> tuple | None:
+        """What DataTable reads for every cell and which holds for a whole line: None where the
+        direct path does not apply to any cell of it."""
+        if self.cell_padding or self.fixed_rows or self.fixed_columns or (
+                self.app.console_options.justify not in (None, "default")):
+            return None
+        return (self.header_height == 1, self.show_cursor, self._show_hover_cursor,
+                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+
+    def _cell_styles_for(self, header: bool, row_index: int, column_index: int, base_style: Style,
+                         cursor: bool, hover: bool, ctx: tuple, cell_style: str | Style) -> tuple[Style, Style]:
+        """(the text's style, the pad's style), combined as Styled(Padding(Text)) combines them:
+        pre + the text's own + post, and pre + post on the blank Padding adds."""
+        _, show_cursor, show_hover, fg_css, bg_css = ctx
+        component, post = self._get_styles_to_render_cell(
+            header, False, False, hover, cursor, show_cursor, show_hover, fg_css, bg_css)
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        style = self.app.console.get_style(cell_style, default=Style.null()) if cell_style else None
+        return (pre + style) + post, pre + post
+
+    def notify_style_update(self) -> None:
+        self._cell_styles.clear()  # a theme or CSS change: DataTable drops its style caches too
+        self._extend_styles.clear()
+        super().notify_style_update()
 
     def _row_style(self, style: Style) -> Style:
         meta = style.meta

@@ -99,10 +99,11 @@ def main() -> int:
     ap.add_argument("--seconds", type=int, default=30)
     ap.add_argument("--rate", type=int, default=100)
     ap.add_argument("--top", type=int, default=25)
+    ap.add_argument("--live", action="store_true", help="live pages: counters grow at every request")
     args = ap.parse_args()
     print(describe() + "; " + load_average() + " at start")
     env = kvwatch_env()
-    with PageFleet(args.endpoints) as fleet:
+    with PageFleet(args.endpoints, live=args.live) as fleet:
         for mode in args.modes:
             argv = kvwatch_argv(fleet.urls, mode)
             tool = spawn_pty(argv, env) if mode == "tui" else spawn_piped(argv, env)

@@ -34,11 +34,16 @@ histogram buckets, _sum/_count; the gauges moving; bench/fleetserve.py), so that
 caches on an unchanged page or histogram is reused between scrapes; the floor is then measured
 on the same live pages.
 
-Every row is read against the floor (bench/floor.py), measured on the same pages just before and
-after that row's run: a bare asyncio.Protocol keep-alive client fetching each page once plus a
-stdlib regex tokenising its samples and float() of each value, in % of one core at the row's
-endpoints x 1 Hz. "x floor" = kvwatch's CPU / the floor; the targets (256 pages at 1 Hz: --json
-<= 1.5x, the TUI <= 2.0x) are met or MISSES on it; the absolute % stays beside it.
+Every row is read against the floor (bench/floor.py): a bare asyncio.Protocol keep-alive client
+fetching each page once plus a stdlib regex tokenising its samples and float() of each value,
+run as a process of its own beside kvwatch (and beside the other trees' kvwatch with
+`--side-by-side`), paced at 1 Hz, on the same pages over the same window, so that the floor and
+kvwatch meet the same load at the same moments; "floor %" is its CPU per page times the pages
+kvwatch kept. "x floor" = kvwatch's CPU / that; the targets (256 pages at 1 Hz: --json <= 1.5x,
+the TUI <= 2.0x) are met or MISSES on it; the absolute % stays beside it. "x tight" reads the
+same CPU against the floor measured in a tight loop in this process just before and after the
+row (how rows were read before the floor ran beside: on a shared machine that floor read
+272-518 us a page from row to row, most of the spread in the ratios).
 
 Client floor (`--floor-only`): the same pages fetched by the bare client vs kvwatch's own fetch
 path (DirectSource's client, no parsing), CPU per page, alternating.
@@ -61,7 +66,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.fleetserve import PageFleet  # noqa: E402
-from bench.floor import BareGet, measure_floor  # noqa: E402
+from bench.floor import BareGet, BesideFloor, measure_floor  # noqa: E402
 from bench.floor import verdict as floor_verdict  # noqa: E402
 from bench.machine import describe, load_average  # noqa: E402
 from bench.procmeter import Window, measure, spawn_piped, spawn_pty, tree_cpu_s, tree_rss_mib  # noqa: E402
@@ -98,14 +103,21 @@ def run_tool(argv: list[str], env: dict[str, str], mode: str, fleet, warmup: flo
 
 
 def run_side_by_side(runs: list[tuple[list[str], dict[str, str]]], mode: str, fleet, warmup: float,
-                     window: float) -> list[Window]:
-    """Every run at once against `fleet`, each process tree's CPU over the same window."""
+                     window: float, floor: BesideFloor | None = None) -> list[Window]:
+    """Every run at once against `fleet`, each process tree's CPU over the same window; `floor`
+    (running beside them) marked at the window's start and end, its requests left out of the
+    refreshes the runs kept."""
     tools = [spawn_pty(argv, env) if mode == "tui" else spawn_piped(argv, env) for argv, env in runs]
     try:
         time.sleep(warmup)
         c0, r0, t0 = [tree_cpu_s(t.pid) for t in tools], fleet.metrics_requests(), time.monotonic()
+        if floor is not None:
+            floor.mark()
         time.sleep(window)
         c1, r1, t1 = [tree_cpu_s(t.pid) for t in tools], fleet.metrics_requests(), time.monotonic()
+        if floor is not None:
+            floor.mark()
+            r1 -= floor.pages
         hz = (r1 - r0) / fleet.n / (t1 - t0) / len(tools)
         out = []
         for t, a, b in zip(tools, c0, c1, strict=True):
@@ -263,10 +275,11 @@ def main() -> int:
     if len(trees) > 1:
         print("trees: " + "; ".join(f"{i}: {t}" for i, t in enumerate(trees)))
     print("floor = a bare asyncio.Protocol keep-alive client fetching each page once + a stdlib regex tokenising its "
-          "samples + float() of each value (bench/floor.py), measured on the same pages just before and after each "
-          "row's run, in % of one core at the row's endpoints x 1 Hz; x floor = CPU / floor")
+          "samples + float() of each value (bench/floor.py), run as a process of its own beside kvwatch, paced at "
+          "1 Hz, over the same window (floor %: its CPU per page x the pages kvwatch kept); x floor = CPU / that. "
+          "x tight: against the same floor measured in a tight loop in this process just before and after the row")
     print(f"{'endpoints':>9} {'mode':<5} {'tree' if len(trees) > 1 else '':<4} {'CPU % core':>10} {'floor %':>8} "
-          f"{'x floor':>8} {'kept Hz':>8} {'RSS MiB':>8}  vs targets (RSS at {args.warmup + args.window:g} s)")
+          f"{'x floor':>8} {'x tight':>11} {'kept Hz':>8} {'RSS MiB':>8}  vs targets (RSS at {args.warmup + args.window:g} s)")
     scratch = Path(tempfile.mkdtemp(prefix="kvwatch-bench-"))
     config = os.devnull + ".none"  # the product's defaults
     if args.history:
@@ -293,28 +306,35 @@ def main() -> int:
                 if together:
                     started = time.monotonic()
                     before = measure_floor(fleet.ports)
-                    windows = run_side_by_side([(kvwatch_argv(fleet.urls, mode), e) for e in envs], mode, fleet,
-                                               args.warmup, args.window)
+                    with BesideFloor(fleet.ports) as beside:
+                        windows = run_side_by_side([(kvwatch_argv(fleet.urls, mode), e) for e in envs], mode, fleet,
+                                                   args.warmup, args.window, beside)
                     after = measure_floor(fleet.ports)
                 for i in range(len(trees)):
                     if not together:
                         started = time.monotonic()
                         before = measure_floor(fleet.ports)
-                        w = run_tool(kvwatch_argv(fleet.urls, mode), envs[i], mode, fleet, args.warmup, args.window)
+                        with BesideFloor(fleet.ports) as beside:
+                            w, = run_side_by_side([(kvwatch_argv(fleet.urls, mode), envs[i])], mode, fleet,
+                                                  args.warmup, args.window, beside)
                         after = measure_floor(fleet.ports)
                     else:
                         w = windows[i]
-                    floor_pct = statistics.mean([before.pct_core(n), after.pct_core(n)])
-                    ratio = w.cpu_pct / floor_pct
+                    # per page kept, so a run starved below 1 Hz is not flattered
+                    beside_pct = beside.pct_core(n, w.hz)
+                    ratio = w.cpu_pct / beside_pct
+                    floor_pct = statistics.mean([before.pct_core(n, w.hz), after.pct_core(n, w.hz)])
+                    tight = w.cpu_pct / floor_pct
                     note = "" if w.alive else "  (exited before the window ended)"
                     if together and i > 0:
                         note += f"  ({w.cpu_pct / windows[0].cpu_pct:.3f}x tree 0's CPU, side by side)"
                     judged = "; ".join(v for v in (floor_verdict(mode, n, ratio), verdict(mode, n, w.cpu_pct)) if v)
-                    print(f"{n:>9} {mode:<5} {i if len(trees) > 1 else '':<4} {w.cpu_pct:>10.1f} {floor_pct:>8.1f} "
-                          f"{ratio:>7.2f}x {w.hz:>8.2f} {w.rss_mib:>8.0f}  {judged}{note}", flush=True)
+                    print(f"{n:>9} {mode:<5} {i if len(trees) > 1 else '':<4} {w.cpu_pct:>10.1f} {beside_pct:>8.1f} "
+                          f"{ratio:>7.2f}x {tight:>10.2f}x {w.hz:>8.2f} {w.rss_mib:>8.0f}  {judged}{note}", flush=True)
                     if not together or i == len(trees) - 1:
-                        print(f"{'':>16}{before.describe()} before; {after.per_page_s * 1e6:.0f} us after; "
-                              f"{load_average()}" + ("; the trees ran side by side" if together else ""), flush=True)
+                        print(f"{'':>16}{beside.describe()}; {before.describe()} before, "
+                              f"{after.per_page_s * 1e6:.0f} us after; {load_average()}"
+                              + ("; the trees ran side by side" if together else ""), flush=True)
                     if args.loop_lag:
                         print(f"{'':>16}{loop_lag(lags[i], w)}", flush=True)
                     if args.mem_trace:

@@ -131,7 +131,7 @@ class KvwatchApp(App):
             self._theme_name = MONO_THEME
         self.cluster: Cluster | None = None  # set when the cluster is not the source's (tests, tools)
         self.mitigation_gate = Gate(self)  # which mitigation keys may be used now (tui/gate.py)
-        # keys typed after `/` or `:` wait for the prompt (tui/keyhold.py)
+        # keys typed after `/`, `:` or `s` wait for the prompt (tui/keyhold.py)
         self.keyhold = KeyHold(self.set_timer, lambda n: self.notify(
             f"{n} key(s) typed for a prompt that did not open were dropped", severity="warning", timeout=4))
         self.apply_context(context, startup=True)

@@ -1,4 +1,4 @@
-"""Keys typed after `/` or `:` belong to the prompt, however fast they come.
+"""Keys typed after `/`, `:` or `s` (scale) belong to the prompt, however fast they come.
 
 Textual runs a key's binding only when the key has bubbled from the focused widget back up to
 the app, and gives an input focus a message later still; the `:` prompt is a screen pushed by a
@@ -7,7 +7,8 @@ restart). The opening action calls `hold()`; from then on the app keeps every ke
 ones and ones already on their way back up) instead of acting on it, and a `PromptInput` that
 gains focus posts `KeysReady`, on which the app dispatches fresh copies of the kept keys, in the
 order they were typed, to it. Keys kept longer than HOLD_S (the prompt never opened) are dropped,
-never delivered as hotkeys.
+never delivered as hotkeys; so are they at once when the opener knows the prompt will not open
+(`drop()`: the scale prompt's read of the Deployment failed).
 """
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ class KeyHold:
         for event in sorted(held, key=lambda e: e.time):  # typing order (bubbled keys come back late)
             fresh = events.Paste(event.text) if isinstance(event, events.Paste) else events.Key(event.key, event.character)
             await dispatch(fresh)
+
+    def drop(self) -> None:
+        """The prompt will not open: the keys kept for it are dropped now (and said), not in HOLD_S."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
+        self._expire()
 
     def _expire(self) -> None:
         held, self._held, self._timer = self._held or [], None, None

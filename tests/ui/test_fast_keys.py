@@ -49,7 +49,13 @@ class App(KvwatchApp):
                        "filter": fleet_screen.filter, "rows": len(self.monitor.state.replicas)}, f)
         os.replace(out + ".tmp", out)
 
-cluster = SimCluster(fleet, audit=AuditLog(os.environ["AUDIT"]))
+class Cluster(SimCluster):
+    async def get_deployment(self, *a, **kw):  # an API server that takes its time (SLOW_GET_S)
+        import asyncio
+        await asyncio.sleep(float(os.environ.get("SLOW_GET_S", "0")))
+        return await super().get_deployment(*a, **kw)
+
+cluster = Cluster(fleet, audit=AuditLog(os.environ["AUDIT"]))
 try:
     App(Monitor(DemoSource(cluster)), 0.5, config=None).run()
 finally:
@@ -57,13 +63,13 @@ finally:
 """
 
 
-def _typed(tmp_path, keys: bytes, handled: Callable[[dict], bool]) -> dict:
+def _typed(tmp_path, keys: bytes, handled: Callable[[dict], bool], slow_get_s: float = 0.0) -> dict:
     """What is on screen once `handled(state)` holds, after `keys` were written in one go to a
     dashboard showing its fleet."""
     out = tmp_path / "out.json"
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR",)}
     env.update(TERM="xterm-256color", LANG="C.UTF-8", KVWATCH_CONFIG=os.devnull + ".none",
-               OUT=str(out), AUDIT=str(tmp_path / "audit.jsonl"))
+               OUT=str(out), AUDIT=str(tmp_path / "audit.jsonl"), SLOW_GET_S=str(slow_get_s))
     last: dict = {}
 
     def state() -> dict:
@@ -101,3 +107,15 @@ def test_command_and_enter_at_full_speed_runs_the_command(tmp_path) -> None:
     seen = _typed(tmp_path, b":events\r", lambda s: s["stack"][-1] not in ("FleetScreen", "PromptScreen"))
     assert seen["stack"][1:] == ["FleetScreen", "EventsScreen"], seen
     assert not (tmp_path / "audit.jsonl").exists() or "restart" not in (tmp_path / "audit.jsonl").read_text()
+
+
+def test_scale_count_and_enter_typed_before_the_prompt_opens_go_to_the_prompt(tmp_path) -> None:
+    # `s` reads the Deployment before its prompt opens; on a slow API server the count and enter
+    # typed meanwhile used to reach the fleet screen (enter: the detail screen; the prompt then
+    # opened on top of it, empty, waiting)
+    def handled(s: dict) -> bool:
+        top = s["stack"][-1]
+        return top not in ("FleetScreen", "PromptScreen") or (top == "PromptScreen" and s["stack"][-2] != "FleetScreen")
+
+    seen = _typed(tmp_path, b"s4\r", handled, slow_get_s=1.5)
+    assert seen["stack"][1:] == ["FleetScreen", "ConfirmScreen"], seen  # the scale to 4, to confirm

@@ -86,6 +86,13 @@ async def test_restart_scale_rollback_and_an_api_error(env: Env) -> None:
         assert app.monitor.state.replicas
         actions = [(e["action"], e["result"]["ok"]) for e in env.audit.read()]
         assert actions == [("restart", True), ("scale", True), ("rollback", True), ("restart", False)]
+        # scale whose read of the Deployment fails: no prompt opens, so the keys held for it
+        # (tui/keyhold.py) are let go at once, not kept from the dashboard for seconds
+        env.emu.fail("GET", r"/deployments/llama$", 500, "etcdserver: leader changed", times=1)
+        await pilot.press("s")
+        await until(pilot, lambda: any("leader changed" in n for n in notes(app)))
+        assert not app.keyhold.holding
+        assert isinstance(app.screen, FleetScreen)
 
 
 async def test_logs_and_events(env: Env, monkeypatch) -> None:

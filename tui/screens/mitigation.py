@@ -260,6 +260,9 @@ class MitigationMixin(_MixinBase):
     def action_scale(self) -> None:
         t = self._owner_target()
         if t is not None:
+            # the count and enter typed while the Deployment is read belong to the prompt that
+            # follows, not to this screen (enter would open the detail) (tui/keyhold.py)
+            self.app.keyhold.hold()
             self._scale(*t)
 
     def action_command(self) -> None:
@@ -288,6 +291,7 @@ class MitigationMixin(_MixinBase):
         try:
             info = await cluster.get_deployment(ns, name, kind)
         except Exception as e:  # noqa: BLE001
+            self.app.keyhold.drop()  # no prompt: what was typed for it is dropped (and said)
             self._error("scale", e)
             return
         # pre-filled with kvwatch's count when the workload's queue persists (the arithmetic is

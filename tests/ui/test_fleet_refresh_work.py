@@ -1,0 +1,36 @@
+"""What a steady refresh of the fleet screen leaves alone: a line whose text did not change is
+not updated (a Static's update asks the whole screen for a new layout, every second)."""
+
+from __future__ import annotations
+
+from tests.ui.conftest import make_app, prime
+from tui.screens.fleet import ViewModes
+
+
+async def test_an_unchanged_modes_line_is_not_updated_and_a_changed_one_is(monkeypatch):
+    app = make_app()
+    calls: list[str] = []
+    update = ViewModes.update
+
+    def counted(self, content="", **kw):
+        calls.append(str(content))
+        return update(self, content, **kw)
+
+    monkeypatch.setattr(ViewModes, "update", counted)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await prime(pilot, 2)
+        calls.clear()
+        await prime(pilot, 3)
+        assert calls == [], calls
+        screen = app.screen
+        screen.action_faults()
+        await pilot.pause()
+        line = screen.query_one(ViewModes)
+        assert calls and "faults only" in calls[-1]
+        assert "faults only" in str(line.render()) and line.has_class("-on")
+        calls.clear()
+        await prime(pilot, 2)
+        assert calls == []
+        screen.action_faults()
+        await pilot.pause()
+        assert calls == [""] and not line.has_class("-on")

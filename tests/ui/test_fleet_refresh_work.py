@@ -34,3 +34,38 @@ async def test_an_unchanged_modes_line_is_not_updated_and_a_changed_one_is(monke
         screen.action_faults()
         await pilot.pause()
         assert calls == [""] and not line.has_class("-on")
+
+
+async def test_a_steady_refresh_with_the_banner_on_does_not_lay_the_screen_out_again(monkeypatch):
+    """The banner (a replica in kv-pressure) repainted with the same text every second asked for
+    a new layout of the whole screen: every widget on it painted again, every refresh."""
+    from textual.screen import Screen
+
+    from widgets.header import PressureBanner
+
+    app = make_app()
+    layouts: list[int] = []
+    banners: list[str] = []
+    relayout = Screen._refresh_layout
+    update = PressureBanner.update
+
+    def counted_layout(self, *a, **kw):
+        layouts.append(1)
+        return relayout(self, *a, **kw)
+
+    def counted_update(self, content="", **kw):
+        banners.append(str(content))
+        return update(self, content, **kw)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
+    monkeypatch.setattr(PressureBanner, "update", counted_update)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await prime(pilot, 6)
+        banner = app.screen.query_one(PressureBanner)
+        assert banner.has_class("-on") and "KV-CACHE PRESSURE" in str(banner.render())
+        shown = str(banner.render())
+        layouts.clear()
+        banners.clear()
+        await prime(pilot, 4)
+        assert str(banner.render()) == shown
+        assert banners == [] and layouts == [], (len(banners), len(layouts))

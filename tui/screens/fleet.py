@@ -166,7 +166,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         text = "  ·  ".join(modes)
         if text != self._modes_text:  # a Static's update re-lays the whole screen out: not every second
             self._modes_text = text
-            line.update(Text(text))
+            line.update(Text(text), layout=False)  # one line; shown or hidden by its class
 
     def on_pause_changed(self, paused: bool) -> None:
         header = self.query_one(FleetHeader)
@@ -205,7 +205,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
             t = asciify(t)
         if t != self._strip_text:  # an unchanged strip is not repainted (bytes over SSH)
             self._strip_text = t
-            strip.update(t)
+            strip.update(t, layout=False)  # two lines high whatever its text: no new layout of the screen
 
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self) -> None:

@@ -36,6 +36,23 @@ from .verdict import colour_var, label
 SPARK_W = 12
 
 
+class Row(tuple):
+    """A row's cells (Texts), with the (text, style) of each that they were made of."""
+
+    parts: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def made(cls, parts: tuple[tuple[str, str], ...], old: Row | None = None) -> Row:
+        """Texts of `parts`; where `old` was made of the same part, its Text is kept."""
+        if old is None:
+            row = cls(Text(text, style=style, no_wrap=True) for text, style in parts)
+        else:
+            row = cls(cell if was == part else Text(part[0], style=part[1], no_wrap=True)
+                      for cell, was, part in zip(old, old.parts, parts, strict=True))
+        row.parts = parts
+        return row
+
+
 @dataclass(frozen=True)
 class Column:
     key: str
@@ -190,7 +207,7 @@ class FleetTable(DataTable):
         self._cols: list[Column] = []
         self._drawn_sort: tuple[str, bool] | None = None
         self._order: list[str] = []
-        self._cells: dict[str, tuple[Text, ...]] = {}  # what each row's cells were built as
+        self._cells: dict[str, Row] = {}  # what each row's cells were built as, and from
         self._stale: set[str] = set()  # rows whose cells predate self.views
         self.views: dict[str, ReplicaView] = {}
         self.ascii = False
@@ -311,11 +328,14 @@ class FleetTable(DataTable):
         self._stale.discard(name)
         old, new = self._cells.get(name), self._row(self.views[name])
         hit = False
-        for i, (c, cell) in enumerate(zip(self._cols, new, strict=True)):
-            # Text equality ignores the base style, so compare it explicitly.
-            if old is None or old[i] != cell or old[i].style != cell.style:
-                self._set_cell(name, c.key, cell)
-                hit = True
+        if new is not old:  # (the very tuple: no cell changed)
+            for i, (c, cell) in enumerate(zip(self._cols, new, strict=True)):
+                if old is not None and old[i] is cell:  # built from the same (text, style): kept
+                    continue
+                # Text equality ignores the base style, so compare it explicitly.
+                if old is None or old[i] != cell or old[i].style != cell.style:
+                    self._set_cell(name, c.key, cell)
+                    hit = True
         self._cells[name] = new
         return hit
 
@@ -643,7 +663,21 @@ class FleetTable(DataTable):
         refreshes only the rows that changed (textual is pinned, so this private use is safe)."""
         self._data[RowKey(row)][ColumnKey(col)] = value
 
-    def _row(self, v: ReplicaView) -> tuple[Text, ...]:
+    def _row(self, v: ReplicaView) -> Row:
+        """The row's cells for view `v`. A cell made of the same (text, style) as the row's cells
+        last built is that very Text, and a row whose every cell is, that very Row: a refresh
+        makes again only the Texts that changed (tests/ui/test_fleet_row_parts.py holds this
+        to rows built afresh)."""
+        parts = self._row_parts(v)
+        old = self._cells.get(v.name)
+        if old is None or len(old.parts) != len(parts):
+            return Row.made(parts)
+        if old.parts == parts:
+            return old
+        return Row.made(parts, old)
+
+    def _row_parts(self, v: ReplicaView) -> tuple[tuple[str, str], ...]:
+        """Each cell of the row for view `v` as (text, style): what its Text is made of."""
         pal = self._palette()
         # a down replica's last values are history (the detail screen has them): not shown as live
         m = ReplicaMetrics() if v.state == DOWN else v.metrics
@@ -659,7 +693,7 @@ class FleetTable(DataTable):
         out = []
         w = 0
 
-        def cell(text: str, hot: bool = False, style: str = "", right: bool = True) -> Text:
+        def cell(text: str, hot: bool = False, style: str = "", right: bool = True) -> tuple[str, str]:
             # cell_padding is 0, so each cell carries its own one-space gap to stay aligned.
             st = f"bold {crossed}" if hot else style
             if dim and not hot:
@@ -672,7 +706,7 @@ class FleetTable(DataTable):
                 body = " " + text.rjust(w)
             else:  # the first column pads after itself, later ones before
                 body = text.ljust(w) + " " if k == "name" else " " + text.ljust(w)
-            return Text(body, style=f"{st} {base}".strip(), no_wrap=True)
+            return body, f"{st} {base}".strip()
 
         for c in self._cols:
             k, w = c.key, c.width - 1
@@ -721,7 +755,7 @@ class FleetTable(DataTable):
         age = self.now - v.last_ok_ts if self.now is not None and v.last_ok_ts is not None else None
         return f" (stale {age_text(age)})" if age is not None else " (stale)"
 
-    def _spark_cell(self, v: ReplicaView, key: str, width: int, pal: Mapping[str, str], base: str) -> Text:
+    def _spark_cell(self, v: ReplicaView, key: str, width: int, pal: Mapping[str, str], base: str) -> tuple[str, str]:
         s = v.series
         if key == "s_kv":
             vals, top, colour = s.get("kv_usage", ()), 1.0, pal.get("spark-kv")
@@ -736,4 +770,4 @@ class FleetTable(DataTable):
         else:
             vals, top, colour = s.get("gpu_util_pct", ()), 100.0, pal.get("spark-gpu")
         text = spark(vals, width, top, ascii=self.ascii)
-        return Text(" " + text, style=f"{colour or ''} {base}".strip(), no_wrap=True)
+        return " " + text, f"{colour or ''} {base}".strip()

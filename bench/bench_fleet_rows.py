@@ -3,7 +3,7 @@ header, banner, sort, the table's rows on screen) and painting them (the composi
 on the states kvwatch's own Monitor makes from N live real-size vLLM V1 pages.
 
     .venv/bin/python bench/bench_fleet_rows.py [--replicas 256] [--rounds 40] [--size 200x50]
-                                               [--tree PATH ...] [--profile N]
+                                               [--tree PATH ...] [--reps 2] [--check] [--profile N]
 
 The pages are bench/realpage.py's, one step further at every refresh as bench/fleetserve.py's
 `--live` pages are (8 seeds, endpoints spread over their steps), parsed and ingested in this
@@ -14,7 +14,9 @@ process (not timed); the screen is a headless KvwatchApp of the size given. Per 
   settle  the rest until the app is idle: the messages show left queued (cursor, highlight)
 CPU time (process_time), medians over the timed rounds of every run. `--tree PATH` (repeatable)
 times other checkouts on the same states, each in its own app, alternating with this one
-(`--reps` runs each), so that a change in the machine's load reaches every tree. `--profile N` cProfiles show + paint of
+(`--reps` runs each), so that a change in the machine's load reaches every tree; `--check` then
+also runs every tree once more, untimed, and says after how many refreshes its whole screen
+(characters and styles) was the same as this tree's. `--profile N` cProfiles show + paint of
 this tree (and what runs until idle) and prints the N costliest functions (own time; the timings are then inflated).
 """
 
@@ -83,6 +85,15 @@ def _count_paints() -> None:
     Screen._on_timer_update = timed  # type: ignore[method-assign]
 
 
+def _screen_digest(screen) -> str:
+    """The hash of every cell the screen shows now: its characters and their styles."""
+    import hashlib
+
+    update = screen._compositor.render_update(full=True)  # a LayoutUpdate: its lines' chops (Strips)
+    cells = [[[(seg.text, str(seg.style)) for seg in chop] for chop in line] for line in update.strips]
+    return hashlib.sha256(repr(cells).encode()).hexdigest()
+
+
 def load_tree(tree: Path):
     """KvwatchApp, FleetScreen and Monitor of the checkout at `tree` (modules imported afresh)."""
     for name in [m for m in sys.modules if m.split(".")[0] in ("tui", "widgets")]:
@@ -97,8 +108,9 @@ def load_tree(tree: Path):
     return app_mod.KvwatchApp, fleet.FleetScreen, monitor.Monitor
 
 
-async def drive(kit, states, size, warmup: int, times: dict, prof=None) -> None:
-    """Show `states` one refresh at a time on a fresh app of a tree; record CPU per part."""
+async def drive(kit, states, size, warmup: int, times: dict, prof=None, screens: list | None = None) -> None:
+    """Show `states` one refresh at a time on a fresh app of a tree; record CPU per part, and
+    with `screens` the screen's text and colours after each timed refresh (its hash)."""
     app_cls, screen_cls, monitor_cls = kit
     app = app_cls(monitor_cls(None), 1.0, autostart=False)
     async with app.run_test(size=size) as pilot:
@@ -122,6 +134,8 @@ async def drive(kit, states, size, warmup: int, times: dict, prof=None) -> None:
                 times["show"].append(c1 - c0)
                 times["paint"].append(_PAINT[0])
                 times["settle"].append(c2 - c1 - _PAINT[0])
+                if screens is not None:
+                    screens.append(_screen_digest(screen))
 
 
 def main() -> int:
@@ -134,6 +148,8 @@ def main() -> int:
     ap.add_argument("--tree", type=Path, action="append", default=[], help="another checkout, timed alternately")
     ap.add_argument("--reps", type=int, default=2, help="runs per tree, alternating between trees")
     ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--check", action="store_true",
+                    help="also check that every tree's screen is the same after every timed refresh (not timed)")
     args = ap.parse_args()
     os.environ.setdefault("TZ", "UTC")
     size = tuple(int(x) for x in args.size.split("x"))
@@ -165,6 +181,17 @@ def main() -> int:
             kits[tree] = load_tree(tree)
             asyncio.run(drive(kits[tree], states, size, args.warmup, times[tree],
                               prof if (tree == ROOT and rep == 0) else None))
+    if args.check:
+        shown = {}
+        for tree in trees:
+            kits[tree] = load_tree(tree)
+            shown[tree] = []
+            asyncio.run(drive(kits[tree], states, size, args.warmup, {"show": [], "paint": [], "settle": []},
+                              screens=shown[tree]))
+        for tree in trees[1:]:
+            same = sum(a == b for a, b in zip(shown[ROOT], shown[tree], strict=True))
+            print(f"screens after each timed refresh, {tree} against {ROOT}: {same} of {len(shown[ROOT])} the same "
+                  f"({len(set(shown[ROOT]))} different screens)")
     print(f"{'tree':<40} {'show ms':>8} {'paint ms':>9} {'settle ms':>10} {'sum ms':>8}")
     for tree in trees:
         med = {k: statistics.median(v) * 1e3 for k, v in times[tree].items()}

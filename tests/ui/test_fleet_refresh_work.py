@@ -69,3 +69,30 @@ async def test_a_steady_refresh_with_the_banner_on_does_not_lay_the_screen_out_a
         await prime(pilot, 4)
         assert str(banner.render()) == shown
         assert banners == [] and layouts == [], (len(banners), len(layouts))
+
+
+async def test_a_message_on_the_flash_line_does_not_lay_the_screen_out_again(monkeypatch):
+    """The flash line is one row high whatever it says: a message (an alarm's, every few
+    seconds on a busy fleet) repaints that row, not the layout of the whole screen."""
+    from textual.screen import Screen
+
+    from widgets.flash import FlashBar
+
+    app = make_app()
+    layouts: list[int] = []
+    relayout = Screen._refresh_layout
+
+    def counted_layout(self, *a, **kw):
+        layouts.append(1)
+        return relayout(self, *a, **kw)
+
+    monkeypatch.setattr(Screen, "_refresh_layout", counted_layout)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await prime(pilot, 3)
+        bar = app.screen.query_one(FlashBar)
+        layouts.clear()
+        app.notify("queue far above its baseline on replica-x", title="alarm", severity="warning", timeout=30)
+        await pilot.pause()
+        await pilot.pause()
+        assert "replica-x" in str(bar.render()) and bar.has_class("-warning")
+        assert layouts == [], len(layouts)

@@ -17,7 +17,8 @@ times other checkouts on the same states, each in its own app, alternating with 
 (`--reps` runs each), so that a change in the machine's load reaches every tree; `--check` then
 also runs every tree once more, untimed, and says after how many refreshes its whole screen
 (characters and styles) was the same as this tree's. `--profile N` cProfiles show + paint of
-this tree (and what runs until idle) and prints the N costliest functions (own time; the timings are then inflated).
+this tree (and what runs until idle) and prints the N costliest functions (`--sort`; the timings
+are then inflated).
 """
 
 from __future__ import annotations
@@ -148,6 +149,7 @@ def main() -> int:
     ap.add_argument("--tree", type=Path, action="append", default=[], help="another checkout, timed alternately")
     ap.add_argument("--reps", type=int, default=2, help="runs per tree, alternating between trees")
     ap.add_argument("--profile", type=int, default=0, metavar="N")
+    ap.add_argument("--sort", default="tottime", choices=("tottime", "cumulative"), help="--profile's order")
     ap.add_argument("--check", action="store_true",
                     help="also check that every tree's screen is the same after every timed refresh (not timed)")
     args = ap.parse_args()
@@ -198,8 +200,9 @@ def main() -> int:
         print(f"{str(tree):<40} {med['show']:>8.2f} {med['paint']:>9.2f} {med['settle']:>10.2f} "
               f"{sum(med.values()):>8.2f}")
     if prof is not None:
-        print(f"\nshow + paint + settle of {ROOT} under cProfile, {args.profile} costliest functions by own time:")
-        pstats.Stats(prof, stream=sys.stdout).sort_stats(os.environ.get("BENCH_SORT", "tottime")).print_stats(args.profile)
+        by = "own time" if args.sort == "tottime" else "time with their callees"
+        print(f"\nshow + paint + settle of {ROOT} under cProfile, {args.profile} costliest functions by {by}:")
+        pstats.Stats(prof, stream=sys.stdout).sort_stats(args.sort).print_stats(args.profile)
     print(load_average() + " at end")
     return 0
 

@@ -56,6 +56,8 @@ def _frames(stack: str) -> list[str]:
 
 def _area(frames: list[str]) -> str:
     for f in reversed(frames):
+        if any(r in f for r in ROOTS):  # `App.run (textual/app.py)` is under every stack: not drawing
+            continue
         for area, keys in AREAS:
             if any(k in f for k in keys):
                 return area
@@ -100,6 +102,7 @@ def main() -> int:
     ap.add_argument("--rate", type=int, default=100)
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--live", action="store_true", help="live pages: counters grow at every request")
+    ap.add_argument("--raw", metavar="PREFIX", help="also keep py-spy's raw stacks in PREFIX-MODE.raw")
     args = ap.parse_args()
     print(describe() + "; " + load_average() + " at start")
     env = kvwatch_env()
@@ -114,6 +117,8 @@ def main() -> int:
                                         "-r", str(args.rate), "-f", "raw", "-o", out.name, "--nonblocking"],
                                        check=False, capture_output=True, text=True)
                     raw = out.read()
+                if args.raw:
+                    Path(f"{args.raw}-{mode}.raw").write_text(raw)
                 if not raw:
                     print(r.stderr.strip()[-400:])
             finally:

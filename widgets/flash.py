@@ -57,10 +57,11 @@ class FlashBar(Static):
         self.flash = flash
         for sev in ("warning", "error"):
             self.set_class(flash is not None and flash.severity == sev, f"-{sev}")
+        # one row whatever it says (height 1, width 100%): no new layout of the screen
         if flash is None:
-            self.update("")
+            self.update("", layout=False)
             return
-        self.update(asciify(flash.text) if self.ascii else flash.text)
+        self.update(asciify(flash.text) if self.ascii else flash.text, layout=False)
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(max(0.05, flash.until - time.monotonic()), self._expire)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from rich.cells import cell_len
 from rich.segment import Segment
@@ -34,6 +34,23 @@ from .sparkline import auto_top, spark
 from .verdict import colour_var, label
 
 SPARK_W = 12
+
+
+class Row(tuple):
+    """A row's cells (Texts), with the (text, style) of each that they were made of."""
+
+    parts: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def made(cls, parts: tuple[tuple[str, str], ...], old: Row | None = None) -> Row:
+        """Texts of `parts`; where `old` was made of the same part, its Text is kept."""
+        if old is None:
+            row = cls(Text(text, style=style, no_wrap=True) for text, style in parts)
+        else:
+            row = cls(cell if was == part else Text(part[0], style=part[1], no_wrap=True)
+                      for cell, was, part in zip(old, old.parts, parts, strict=True))
+        row.parts = parts
+        return row
 
 
 @dataclass(frozen=True)
@@ -190,7 +207,7 @@ class FleetTable(DataTable):
         self._cols: list[Column] = []
         self._drawn_sort: tuple[str, bool] | None = None
         self._order: list[str] = []
-        self._cells: dict[str, tuple[Text, ...]] = {}  # what each row's cells were built as
+        self._cells: dict[str, Row] = {}  # what each row's cells were built as, and from
         self._stale: set[str] = set()  # rows whose cells predate self.views
         self.views: dict[str, ReplicaView] = {}
         self.ascii = False
@@ -198,6 +215,9 @@ class FleetTable(DataTable):
         self._cell_styles: dict[tuple, tuple[Style, Style]] = {}  # _direct_cell's, per cell and style
         self._extend_styles: dict[tuple, Style] = {}  # the blank past the last column, per row state
         self._line_ctx: tuple | None = None  # _cell_context() while render_line draws a line
+        self._line_memo: tuple | None = None  # _line_setup() while render_lines paints
+        self._line_styles: dict[tuple, tuple[Style, Style]] = {}  # _direct_line's, per row and cell style
+        self._joins: dict[tuple, Style] = {}  # _merge_runs': the style a blank takes after another
         self.now: float | None = None  # the state's clock (simulated in the demo): AGE counts to it
         self.has_pods = False  # pod columns stay while a filter hides every row
         self.sort_by: tuple[str, bool] = ("severity", False)  # (sort, reversed): the header's arrow
@@ -308,11 +328,14 @@ class FleetTable(DataTable):
         self._stale.discard(name)
         old, new = self._cells.get(name), self._row(self.views[name])
         hit = False
-        for i, (c, cell) in enumerate(zip(self._cols, new, strict=True)):
-            # Text equality ignores the base style, so compare it explicitly.
-            if old is None or old[i] != cell or old[i].style != cell.style:
-                self._set_cell(name, c.key, cell)
-                hit = True
+        if new is not old:  # (the very tuple: no cell changed)
+            for i, (c, cell) in enumerate(zip(self._cols, new, strict=True)):
+                if old is not None and old[i] is cell:  # built from the same (text, style): kept
+                    continue
+                # Text equality ignores the base style, so compare it explicitly.
+                if old is None or old[i] != cell or old[i].style != cell.style:
+                    self._set_cell(name, c.key, cell)
+                    hit = True
         self._cells[name] = new
         return hit
 
@@ -333,7 +356,12 @@ class FleetTable(DataTable):
     def render_lines(self, crop: Region) -> list[Strip]:
         if self._stale:
             self._freshen_lines(crop.y, crop.bottom)
-        return super().render_lines(crop)
+        self._pseudo_class_state = self.get_pseudo_class_state()  # as DataTable.render_lines sets it
+        self._line_memo = self._line_setup()  # one paint: columns, widths, base style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._line_memo = None
 
     def _freshen_key(self, row_key: RowKey | str) -> None:
         name = row_key.value if isinstance(row_key, RowKey) else row_key
@@ -359,21 +387,137 @@ class FleetTable(DataTable):
         # Blank cells take their neighbour's foreground (invisible on spaces) to join its run.
         if self._stale:
             self._freshen_lines(y, y + 1)
+        direct = self._direct_line(y)
+        if direct is not None:
+            return direct
         self._line_ctx = self._cell_context()
         try:
             strip = super().render_line(y)
         finally:
             self._line_ctx = None
-        segs: list[Segment] = []
-        for text, style, control in strip:
-            if style is not None and style._meta:
-                style = self._row_styles.get(style) or self._row_style(style)
-            if segs and style is not None and not text.strip() and not style.underline and not style.reverse:
-                prev = segs[-1].style
-                if prev is not None and prev.bgcolor == style.bgcolor and prev.meta == style.meta:
-                    style = prev
-            segs.append(Segment(text, style, control))
-        return Strip(Segment.simplify(segs), strip.cell_length)
+        return Strip(self._merged(strip), strip.cell_length)
+
+    def _merged(self, segments: Iterable[Segment]) -> list[Segment]:
+        """A line's segments with data cells on column 0's meta and blanks joined to their
+        neighbour's run (render_line)."""
+        row_styles = self._row_styles
+        return self._merge_runs(
+            (text, (row_styles.get(style) or self._row_style(style)) if style is not None and style._meta else style,
+             control) for text, style, control in segments)
+
+    def _merge_runs(self, segments: Iterable[tuple[str, Style | None, object]]) -> list[Segment]:
+        """Blank segments take their neighbour's style where that looks the same (same background
+        and meta, no underline or reverse), then same-style neighbours are one segment: what
+        Segment.simplify makes of the list rewritten blank by blank, in one pass."""
+        out: list[Segment] = []
+        joins = self._joins
+        for text, style, control in segments:
+            if out and style is not None:
+                prev = out[-1].style
+                if not text.strip() and prev is not None:
+                    key = (prev, style)
+                    joined = joins.get(key)
+                    if joined is None:
+                        joined = prev if (not style.underline and not style.reverse and prev.bgcolor == style.bgcolor
+                                          and prev.meta == style.meta) else style
+                        if len(joins) > 4096:
+                            joins.clear()
+                        joins[key] = joined
+                    style = joined
+                if prev == style and not control:
+                    out[-1] = Segment(out[-1].text + text, prev)
+                    continue
+            elif out and style is None and out[-1].style is None and not control:
+                out[-1] = Segment(out[-1].text + text, None)
+                continue
+            out.append(Segment(text, style, control))  # type: ignore[arg-type]
+        return out
+
+    def _direct_line(self, y: int) -> Strip | None:
+        """Widget line `y` when it is a one-line data row whose every cell _cell_line draws and
+        which fits the width unscrolled: the strip DataTable.render_line and _merged make of it,
+        built without DataTable's per-line layers (its caches miss every refresh: they key on
+        _update_count) and with the cells' styles already on column 0's meta, or None for the
+        general path. tests/ui/test_fleet_line_render.py holds the two to the same segments."""
+        memo = self._line_memo or self._line_setup()
+        if memo is None or y < 1:
+            return None
+        ctx, base_style, columns, table_width, width, pseudo = memo
+        scroll_x, scroll_y = self.scroll_offset
+        if scroll_x:
+            return None
+        try:
+            row_key, line_no = self._get_offsets(y + scroll_y)
+        except LookupError:
+            return None
+        row_index = self._row_locations.get(row_key)
+        row = self.rows.get(row_key)
+        data = self._data.get(row_key)
+        if line_no or row_index is None or row is None or row.height != 1 or data is None:
+            return None
+        row_style = self._get_row_style(row_index, base_style)
+        cursor = self.cursor_coordinate.row == row_index
+        hover = self.hover_coordinate.row == row_index
+        styles = self._line_styles
+        segments: list[tuple[str, Style | None, object]] = []
+        for key, cell_width in columns:
+            cell = data.get(key)
+            # DataTable hands a Text cell to the renderer as it is (default_cell_formatter);
+            # anything else (str markup, numbers, None) is left to the general path
+            if type(cell) is not Text or cell._spans or cell.no_wrap is False or cell.justify not in (None, "default"):
+                return None
+            plain = cell.plain
+            n = len(plain)
+            if not n or n > cell_width or "\n" in plain or "\t" in plain or (not plain.isascii() and cell_len(plain) != n):
+                return None
+            skey = (row_style, row_index, cursor, hover, ctx, pseudo, cell.style)
+            pair = styles.get(skey)
+            if pair is None:
+                pair = self._line_styles_for(row_index, row_style, cursor, hover, ctx, cell.style)
+                if len(styles) > 16384:
+                    styles.clear()
+                styles[skey] = pair
+            segments.append((plain, pair[0], None))
+            if n < cell_width:
+                segments.append((" " * (cell_width - n), pair[1], None))
+        segments.append((" " * (width - table_width), self._extend_style(row_style, row_index, hover, cursor, ctx), None))
+        return Strip(self._merge_runs(segments), width)
+
+    def _line_setup(self) -> tuple | None:
+        """What _direct_line reads for every line and which holds for a whole paint: None where
+        no line can be drawn directly (a header not one line high, row labels, a cursor on
+        cells, zebra stripes, a table wider than the widget: DataTable crops it)."""
+        ctx = self._cell_context()
+        if (ctx is None or not ctx[0] or not self.show_header or self.cursor_type != "row" or self.zebra_stripes
+                or (self._labelled_row_exists and self.show_row_labels)):
+            return None
+        columns = [(column.key, column.get_render_width(self)) for column in self.ordered_columns]
+        table_width = self._row_label_column_width + sum(w for _, w in columns)
+        width = self.size.width
+        if table_width > width:
+            return None
+        return ctx, self.rich_style, columns, table_width, width, self._pseudo_class_state
+
+    def _line_styles_for(self, row_index: int, row_style: Style, cursor: bool, hover: bool, ctx: tuple,
+                         cell_style: str | Style) -> tuple[Style, Style]:
+        """A data cell's (text, pad) styles as _merged leaves them: column 0's, whichever the
+        cell's column (_row_style gives every data cell of a row column 0's meta)."""
+        text, pad = self._cell_styles_for(False, row_index, 0, row_style, cursor, hover, ctx, cell_style)
+        return text, pad
+
+    def _extend_style(self, row_style: Style, row_index: int, hover: bool, cursor: bool, ctx: tuple) -> Style:
+        """The style of the blank past the last column, as DataTable draws it."""
+        extend_key = (row_style, row_index, hover, cursor, ctx)
+        extend_style = self._extend_styles.get(extend_key)
+        if extend_style is None:
+            extend, _ = self._get_styles_to_render_cell(False, False, False, hover, cursor, ctx[1],
+                                                        ctx[2], False, False)
+            extend_style = row_style + extend + Style.from_meta(
+                {"row": row_index, "column": 0, "out_of_bounds": True})
+            if len(self._extend_styles) > 4096:
+                self._extend_styles.clear()
+            self._extend_styles[extend_key] = extend_style
+        return extend_style
 
     def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
                      cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
@@ -429,16 +573,7 @@ class FleetTable(DataTable):
             if line is None:
                 return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
             scrollable_row.append(line)
-        extend_key = (row_style, row_index, hover_location.row == row_index, cursor, ctx)
-        extend_style = self._extend_styles.get(extend_key)
-        if extend_style is None:
-            extend, _ = self._get_styles_to_render_cell(False, False, False, extend_key[2], cursor, ctx[1],
-                                                        ctx[2], False, False)
-            extend_style = row_style + extend + Style.from_meta(
-                {"row": row_index, "column": 0, "out_of_bounds": True})
-            if len(self._extend_styles) > 4096:
-                self._extend_styles.clear()
-            self._extend_styles[extend_key] = extend_style
+        extend_style = self._extend_style(row_style, row_index, hover, cursor, ctx)
         scrollable_row.append([Segment(" " * max(0, self.size.width - table_width), extend_style)])
         pair: tuple[list, list] = ([], scrollable_row)
         self._row_render_cache[cache_key] = pair
@@ -508,6 +643,7 @@ class FleetTable(DataTable):
     def notify_style_update(self) -> None:
         self._cell_styles.clear()  # a theme or CSS change: DataTable drops its style caches too
         self._extend_styles.clear()
+        self._line_styles.clear()
         super().notify_style_update()
 
     def _row_style(self, style: Style) -> Style:
@@ -527,7 +663,21 @@ class FleetTable(DataTable):
         refreshes only the rows that changed (textual is pinned, so this private use is safe)."""
         self._data[RowKey(row)][ColumnKey(col)] = value
 
-    def _row(self, v: ReplicaView) -> tuple[Text, ...]:
+    def _row(self, v: ReplicaView) -> Row:
+        """The row's cells for view `v`. A cell made of the same (text, style) as the row's cells
+        last built is that very Text, and a row whose every cell is, that very Row: a refresh
+        makes again only the Texts that changed (tests/ui/test_fleet_row_parts.py holds this
+        to rows built afresh)."""
+        parts = self._row_parts(v)
+        old = self._cells.get(v.name)
+        if old is None or len(old.parts) != len(parts):
+            return Row.made(parts)
+        if old.parts == parts:
+            return old
+        return Row.made(parts, old)
+
+    def _row_parts(self, v: ReplicaView) -> tuple[tuple[str, str], ...]:
+        """Each cell of the row for view `v` as (text, style): what its Text is made of."""
         pal = self._palette()
         # a down replica's last values are history (the detail screen has them): not shown as live
         m = ReplicaMetrics() if v.state == DOWN else v.metrics
@@ -543,7 +693,7 @@ class FleetTable(DataTable):
         out = []
         w = 0
 
-        def cell(text: str, hot: bool = False, style: str = "", right: bool = True) -> Text:
+        def cell(text: str, hot: bool = False, style: str = "", right: bool = True) -> tuple[str, str]:
             # cell_padding is 0, so each cell carries its own one-space gap to stay aligned.
             st = f"bold {crossed}" if hot else style
             if dim and not hot:
@@ -556,7 +706,7 @@ class FleetTable(DataTable):
                 body = " " + text.rjust(w)
             else:  # the first column pads after itself, later ones before
                 body = text.ljust(w) + " " if k == "name" else " " + text.ljust(w)
-            return Text(body, style=f"{st} {base}".strip(), no_wrap=True)
+            return body, f"{st} {base}".strip()
 
         for c in self._cols:
             k, w = c.key, c.width - 1
@@ -605,7 +755,7 @@ class FleetTable(DataTable):
         age = self.now - v.last_ok_ts if self.now is not None and v.last_ok_ts is not None else None
         return f" (stale {age_text(age)})" if age is not None else " (stale)"
 
-    def _spark_cell(self, v: ReplicaView, key: str, width: int, pal: Mapping[str, str], base: str) -> Text:
+    def _spark_cell(self, v: ReplicaView, key: str, width: int, pal: Mapping[str, str], base: str) -> tuple[str, str]:
         s = v.series
         if key == "s_kv":
             vals, top, colour = s.get("kv_usage", ()), 1.0, pal.get("spark-kv")
@@ -620,4 +770,4 @@ class FleetTable(DataTable):
         else:
             vals, top, colour = s.get("gpu_util_pct", ()), 100.0, pal.get("spark-gpu")
         text = spark(vals, width, top, ascii=self.ascii)
-        return Text(" " + text, style=f"{colour or ''} {base}".strip(), no_wrap=True)
+        return " " + text, f"{colour or ''} {base}".strip()

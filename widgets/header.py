@@ -155,6 +155,7 @@ class PressureBanner(Static):
         super().__init__("", **kw)
         self._palette = palette
         self.ascii = False
+        self._shown: tuple | None = None  # (text, its style, background) as last updated
 
     def show(self, state: FleetState) -> None:
         hot = [r.name for r in state.replicas if r.verdict == KV_PRESSURE]
@@ -191,5 +192,8 @@ class PressureBanner(Static):
                      f"{clean(first.text)}" + (f" +{len(imbalance) - 1}" if len(imbalance) > 1 else ""))
         if self.ascii:
             t = asciify(t)
-        self.styles.background = pal.get("banner-bg", "red")
-        self.update(t)
+        background = pal.get("banner-bg", "red")
+        if (t, t.style, background) != self._shown:  # the same banner is not repainted every second
+            self._shown = (t, t.style, background)
+            self.styles.background = background
+            self.update(t, layout=False)  # one line, whatever its text: no new layout of the screen

@@ -15,22 +15,31 @@ ASCII = " .:-=+*#@"  # for terminals without Unicode block glyphs (TERM=linux)
 def spark(values: Sequence[float | None], width: int, top: float, *, ascii: bool = False) -> str:
     """Last `width` values on a 0..top scale; None (no data) shows as a gap."""
     chars = ASCII if ascii else BLOCKS
-    vals = list(values)[-width:]
+    vals = values[-width:] if type(values) in (tuple, list) else list(values)[-width:]
+    steps = len(chars) - 1
     out = []
+    add = out.append
     for v in vals:
         if v is None:
-            out.append(" ")
+            add(" ")
             continue
-        frac = 0.0 if top <= 0 else max(0.0, min(1.0, v / top))
+        if top <= 0:
+            frac = 0.0
+        else:  # max(0.0, min(1.0, v / top)) written out (a NaN ends at 1.0, as there)
+            frac = v / top
+            frac = frac if frac < 1.0 else 1.0
+            frac = frac if frac > 0.0 else 0.0
         # Any non-zero value gets at least the lowest glyph so "a little" differs from "none".
-        idx = round(frac * (len(chars) - 1))
+        idx = round(frac * steps)
         if v > 0 and idx == 0:
             idx = 1
-        out.append(chars[idx])
+        add(chars[idx])
     return "".join(out).rjust(width)
 
 
 def auto_top(values: Sequence[float | None], floor: float) -> float:
     """Scale for unbounded series (queue, rates): the window's max, never below `floor`."""
-    m = max((v for v in values if v is not None), default=0.0)
+    if type(values) not in (tuple, list) or None in values:
+        values = [v for v in values if v is not None]
+    m = max(values, default=0.0)
     return max(floor, m)

@@ -89,6 +89,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         self.reverse = False  # the same sort key pressed again reverses (k9s)
         self._placed: dict[str, tuple[str, int]] = {}  # name -> (verdict, row) as last drawn
         self._strip_text: Text | None = None
+        self._modes_text: str | None = None  # the view-modes line as last shown
         self.state: FleetState | None = None
 
     def compose(self) -> ComposeResult:
@@ -162,7 +163,10 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
         line.set_class(bool(modes), "-on")
         line.set_class(bool(error), "-error")
         self.query_one("#filter", Input).set_class(bool(error), "-invalid")
-        line.update(Text("  ·  ".join(modes)))
+        text = "  ·  ".join(modes)
+        if text != self._modes_text:  # a Static's update re-lays the whole screen out: not every second
+            self._modes_text = text
+            line.update(Text(text), layout=False)  # one line; shown or hidden by its class
 
     def on_pause_changed(self, paused: bool) -> None:
         header = self.query_one(FleetHeader)
@@ -201,7 +205,7 @@ class FleetScreen(MitigationMixin, Screen):  # mitigation keys: tui/screens/miti
             t = asciify(t)
         if t != self._strip_text:  # an unchanged strip is not repainted (bytes over SSH)
             self._strip_text = t
-            strip.update(t)
+            strip.update(t, layout=False)  # two lines high whatever its text: no new layout of the screen
 
     @on(DataTable.RowHighlighted)
     def _row_highlighted(self) -> None:

@@ -6,7 +6,7 @@ at 5%. For percentages the scale must be fixed (0..1 or 0..100); rates get an ex
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Sequence, cast
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 ASCII = " .:-=+*#@"  # for terminals without Unicode block glyphs (TERM=linux)
@@ -17,7 +17,7 @@ def spark(values: Sequence[float | None], width: int, top: float, *, ascii: bool
     chars = ASCII if ascii else BLOCKS
     vals = values[-width:] if type(values) in (tuple, list) else list(values)[-width:]
     steps = len(chars) - 1
-    out = []
+    out: list[str] = []
     add = out.append
     for v in vals:
         if v is None:
@@ -40,6 +40,7 @@ def spark(values: Sequence[float | None], width: int, top: float, *, ascii: bool
 def auto_top(values: Sequence[float | None], floor: float) -> float:
     """Scale for unbounded series (queue, rates): the window's max, never below `floor`."""
     if type(values) not in (tuple, list) or None in values:
-        values = [v for v in values if v is not None]
-    m = max(values, default=0.0)
-    return max(floor, m)
+        nums: Sequence[float] = [v for v in values if v is not None]
+    else:  # a tuple or list with no gap: its max in C
+        nums = cast("Sequence[float]", values)
+    return max(floor, max(nums, default=0.0))

@@ -247,6 +247,11 @@ class EditArgsScreen(Screen):
                      style="dim")
         return t
 
+    def content_shown(self) -> bool:
+        """The form is filled from the Deployment, or says why it cannot be (the app holds the
+        collector until a frame shows this: tui/app.py _display)."""
+        return self.cmd is not None or self.load_error is not None
+
     def on_mount(self) -> None:
         self.query_one("#edit-diff", DiffView).show("reading the Deployment...")
         self._load()

@@ -202,9 +202,8 @@ class KvwatchApp(App):
         if self.collector_hold.hold():
             try:
                 self._hold_timer = self.set_timer(HOLD_MAX_S, self._release_collector, name="collector-hold")
-            except BaseException:
+            except Exception:  # no timer to end it (no event loop yet): no hold
                 self.collector_hold.release()
-                raise
 
     def _release_collector(self) -> None:
         self.collector_hold.release()

@@ -19,8 +19,9 @@ settled, the screen's text is checked for what the open was to show (the replica
 footer's "Help"), so a predicate that lied would stop the run. The time is wall-clock (what
 the user waits) and the process's CPU time over the same span (what the open costs, less
 dependent on what else the machine runs). "gc max (n)": the longest garbage collection inside
-one open, and how many opens had one over 20 ms: the command collects rarely (tui/core/perf.py)
-but then for up to ~0.4 s at 64 replicas, and the p95 of a long run is where one lands.
+one open (from the key to that frame), and how many opens had one over 20 ms: the command
+collects rarely (tui/core/perf.py) but then for up to ~0.4 s at 64 replicas, and the p95 of a
+long run is where one lands (the app holds the collector during an opening: tui/app.py).
 `--no-gc` turns the collector off (a diagnostic: the screens' own cost); `--profile` writes cProfile's figures for the opens of the screens `--only` names (one tree).
 
 `--against OLD_TREE` runs the same measurement on another checkout (e.g. `git worktree add
@@ -107,14 +108,14 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
     fleet = SimFleet("long-prompts", replicas=2, seed=3, start_time=1.75e9)
     cluster = SimCluster(fleet, audit=AuditLog(Path(tempfile.mkdtemp()) / "audit.jsonl"), load_delay_s=60)
     app.cluster = cluster
-    frames: list[tuple[float, float, object, bool]] = []  # (wall, cpu, screen, content set)
+    frames: list[tuple[float, float, object, bool, float]] = []  # (wall, cpu, screen, content set, gc s)
     ready_now = [lambda screen: False]
     display = app._display
 
     def recording_display(screen, renderable) -> None:
         display(screen, renderable)
         if renderable is not None:
-            frames.append((time.perf_counter(), time.thread_time(), screen, ready_now[0](screen)))
+            frames.append((time.perf_counter(), time.thread_time(), screen, ready_now[0](screen), gc_s[0]))
 
     app._display = recording_display  # every frame the terminal would get
 
@@ -152,20 +153,20 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
         t0, c0, g0 = time.perf_counter(), time.thread_time(), gc_s[0]
         await go()
         end = t0 + 20.0
-        while not any(ok for *_, ok in frames):
+        while not any(f[3] for f in frames):
             if time.perf_counter() > end:
                 raise TimeoutError(f"{label}: no frame with the content")
             await pilot.pause()
         if prof is not None:
             prof.disable()
-        wall, cpu, screen, _ = next(f for f in frames if f[3])
+        wall, cpu, screen, _, gc_at = next(f for f in frames if f[3])
         ready_now[0] = lambda s: False
         await pilot.pause()
         text = _screen_text(app)
         missing = [e for e in expect if e not in text]
         if missing:
             raise AssertionError(f"{label}: the frame said ready but the screen lacks {missing}:\n{text}")
-        out.setdefault(label, []).append((wall - t0, cpu - c0, gc_s[0] - g0))
+        out.setdefault(label, []).append((wall - t0, cpu - c0, gc_at - g0))
 
     async with app.run_test(size=size) as pilot:
         for _ in range(PRIME):

@@ -27,7 +27,7 @@ from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
 from tui.core.config import Config
 from tui.core.model import FleetState
 from tui.core.monitor import Monitor
-from tui.core.perf import release_memory
+from tui.core.perf import CollectorHold, release_memory
 from tui.core.diagnosis.incidents import IncidentMemory
 from tui.core.refresh_rate import RefreshMeter
 from tui.core.textsafe import redact
@@ -58,6 +58,7 @@ class FleetUpdated(Message):
 
 GC_EVERY = 30  # refreshes between collections of the garbage made since the last (refresh_once)
 FULL_EVERY = 600  # refreshes between collections of everything, what was kept before included
+HOLD_MAX_S = 1.0  # the longest the collector is held for a screen that opens (CollectorHold)
 
 
 class KvwatchApp(App):
@@ -134,6 +135,8 @@ class KvwatchApp(App):
         # keys typed after `/`, `:` or `s` wait for the prompt (tui/keyhold.py)
         self.keyhold = KeyHold(self.set_timer, lambda n: self.notify(
             f"{n} key(s) typed for a prompt that did not open were dropped", severity="warning", timeout=4))
+        self.collector_hold = CollectorHold()  # no collection inside a screen's opening
+        self._hold_timer = None
         self.apply_context(context, startup=True)
 
     # -- theme ------------------------------------------------------------------
@@ -171,6 +174,8 @@ class KvwatchApp(App):
 
     # -- keys typed ahead of a prompt (tui/keyhold.py) -----------------------------------------
     async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):  # it may open a screen: held until the next frame
+            self._hold_collector()
         # new keys, and keys bubbling back up to have their binding run, alike
         if isinstance(event, (events.Key, events.Paste)) and self.keyhold.take(event):
             return
@@ -178,6 +183,44 @@ class KvwatchApp(App):
 
     async def on_keys_ready(self, _msg: KeysReady) -> None:
         await self.keyhold.release(super().on_event)
+
+    # -- a screen opens or closes: no garbage collection until its content is drawn -----------
+    def push_screen(self, *args, **kwargs):
+        self._hold_collector()
+        return super().push_screen(*args, **kwargs)
+
+    def switch_screen(self, screen):
+        self._hold_collector()
+        return super().switch_screen(screen)
+
+    def pop_screen(self):
+        self._hold_collector()
+        return super().pop_screen()
+
+    def _hold_collector(self) -> None:
+        """Until the new top screen's first frame with its content (`_display`), or HOLD_MAX_S."""
+        if self.collector_hold.hold():
+            try:
+                self._hold_timer = self.set_timer(HOLD_MAX_S, self._release_collector, name="collector-hold")
+            except Exception:  # no timer to end it (no event loop yet): no hold
+                self.collector_hold.release()
+
+    def _release_collector(self) -> None:
+        self.collector_hold.release()
+        timer, self._hold_timer = self._hold_timer, None
+        if timer is not None:
+            timer.stop()
+
+    def _display(self, screen, renderable) -> None:
+        try:
+            super()._display(screen, renderable)
+        finally:
+            if self.collector_hold.held and renderable is not None and self.screen_stack \
+                    and screen is self.screen_stack[-1]:
+                shown = getattr(screen, "content_shown", None)  # a screen that fills itself later
+                if shown is None or shown():
+                    # at the loop's next turn: the collection due runs after this frame is out
+                    asyncio.get_running_loop().call_soon(self._release_collector)
 
     # -- lifecycle --------------------------------------------------------------
     def on_mount(self) -> None:
@@ -285,6 +328,7 @@ class KvwatchApp(App):
         return self.replay.status()
 
     async def on_unmount(self) -> None:
+        self._release_collector()
         gc.unfreeze()  # what refresh_once froze is collectable again (an app inside a longer process: tests)
         src = self.monitor.source
         if src is not None:

@@ -48,3 +48,29 @@ async def test_slash_filters_the_help_rows_and_esc_clears_first() -> None:
         assert all("queue" in " ".join(r).lower() for r in help_.shown)
         await pilot.press("q")
         await until(pilot, lambda: not isinstance(app.screen, HelpScreen))
+
+
+async def test_opening_the_help_renders_its_table_once(monkeypatch) -> None:
+    """Textual rendered the help's Rich table to measure its height, again to draw it and again
+    on each repaint (about six times an opening): once a width now, and the same text."""
+    from rich.table import Table
+
+    renders: list[int] = []
+    render = Table.__rich_console__
+
+    def counting(self, console, options):
+        renders.append(options.max_width)
+        return render(self, console, options)
+
+    monkeypatch.setattr(Table, "__rich_console__", counting)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await prime(pilot, 2)
+        renders.clear()
+        await pilot.press("question_mark")
+        help_ = await until(pilot, lambda: isinstance(app.screen, HelpScreen) and app.screen)
+        await until(pilot, lambda: "Quit" in _shown(help_))
+        for _ in range(3):
+            await pilot.pause()
+        assert "Filter" in _shown(help_) and "kvwatch keys" not in _shown(help_)
+        assert len(renders) == len(set(renders)), renders  # once for each width it was drawn at

@@ -312,3 +312,31 @@ async def test_the_footer_key_under_the_mouse_is_highlighted():
         await _until(pilot, lambda: background_at(quit_key.region.x + 1) != before)
         await pilot.hover(offset=(80, 10))  # away: back as it was
         await _until(pilot, lambda: background_at(quit_key.region.x + 1) == before)
+
+
+async def test_opening_the_edit_form_validates_it_once(monkeypatch):
+    """Filling the fields from the Deployment is one validation and diff of the form: each value
+    set used to post Input.Changed, and each revalidated (and queried) the whole form again."""
+    from tui.screens.edit_args import EditArgsScreen
+
+    passes: list[object] = []
+    revalidate = EditArgsScreen._revalidate
+
+    def counting(self) -> None:
+        passes.append(self)
+        revalidate(self)
+
+    monkeypatch.setattr(EditArgsScreen, "_revalidate", counting)
+    app = _app_with_cluster()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        await app.push_screen(form)
+        await _until(pilot, lambda: form.cmd is not None)
+        for _ in range(3):
+            await pilot.pause()
+        assert [name for name, v in form.initial.items() if v], form.initial  # values were set
+        assert passes == [form], len(passes)
+        await pilot.press("1")  # typing still validates, at each change
+        await _until(pilot, lambda: "--max-num-seqs" in form.diff)
+        assert len(passes) > 1

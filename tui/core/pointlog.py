@@ -658,6 +658,19 @@ def rebuild(ts: float, v: Sequence[float], side: Any, gauges: dict[str, float | 
                   derived=_EMPTY)
 
 
+_PACKED_AT = {n: i for i, n in enumerate(_PACKED)}
+
+
+def _row_value(v: Sequence[float], side: Any, gauges: dict[str, float | None], name: str) -> float | None:
+    """What `rebuild(ts, v, side, gauges).page.value(name)` gives, without the rebuild."""
+    i = _PACKED_AT.get(name)
+    if i is not None and v[i] == v[i]:  # NaN: not on the page
+        return v[i]
+    if isinstance(side, _Extra) and side.page and name in side.page:
+        return side.page[name]
+    return gauges.get(name)
+
+
 class ScrapeView(Sequence[Any]):
     """`ReplicaHistory.scrapes`: the successful scrapes behind the points, oldest first; the
     newest is the scrape itself, older ones rebuilt from their packed rows on each read."""
@@ -713,6 +726,26 @@ class ScrapeView(Sequence[Any]):
         """The scrapes with ts < start, newest first, each rebuilt only when reached."""
         for i in range(self._first_at(start) - 1, -1, -1):
             yield self._get(i)
+
+    def values_since(self, start: float, end: float, names: tuple[str, ...]) -> list[tuple[float, tuple[float | None, ...]]]:
+        """(ts, `page.value(name)` for each of `names`) of the scrapes `since(start, end)` gives,
+        read from the packed rows without rebuilding a Scrape for each (the runbook's scale-out
+        read four values of every scrape of two minutes of every replica on each opening)."""
+        out: list[tuple[float, tuple[float | None, ...]]] = []
+        n = len(self._log)
+        for i in range(self._first_at(start), n):
+            last = self._last if i == n - 1 else None
+            if last is not None:
+                if last.ts > end:
+                    break
+                page = last.page
+                out.append((last.ts, tuple(page.value(k) for k in names)))
+                continue
+            ts, v, side, gauges = self._log.row(i)
+            if ts > end:
+                break
+            out.append((ts, tuple(_row_value(v, side, gauges, k) for k in names)))
+        return out
 
     def since(self, start: float, end: float = math.inf) -> list[Scrape]:
         """The scrapes with start <= ts <= end, rebuilding only those (a bisect on the times)."""

@@ -91,6 +91,11 @@ class EditArgsScreen(Screen):
         self.busy = False
         self.done = False  # applied: the screen has been replaced by the rollout view
         self._resumed = False
+        # the form's widgets by field, kept as built (a query walks the whole form: validating
+        # it looked up 18 of them, a tenth of an opening)
+        self._boxes: dict[str, Input] = {}
+        self._rows: dict[str, FieldRow] = {}
+        self._lines: dict[str, Static] = {}  # "nb-<field>" / "e-<field>": the lines below a row (_below)
 
     # -- context from the live fleet ----------------------------------------------------------
     def _view(self) -> ReplicaView | None:
@@ -160,9 +165,10 @@ class EditArgsScreen(Screen):
                     elif spec.kind == "choice":
                         suggest = SuggestFromList(list(spec.choices))
                     # longer flags (SGLang's) widen the label column
-                    yield FieldRow(f"--{name}", max(label_w, LABEL_W), FormInput(
-                        id=_field_id(name), suggester=suggest, select_on_focus=True, compact=True, can_focus=False),
-                        classes="row", id=f"r-{name}")
+                    box = self._boxes[name] = FormInput(
+                        id=_field_id(name), suggester=suggest, select_on_focus=True, compact=True, can_focus=False)
+                    row = self._rows[name] = FieldRow(f"--{name}", max(label_w, LABEL_W), box, classes="row", id=f"r-{name}")
+                    yield row
                     # below the row, mounted when first needed (_below): the help when too narrow
                     # for it beside the field (80x24), then the field's error
                 with Grid(id="edit-presets"):
@@ -186,14 +192,13 @@ class EditArgsScreen(Screen):
         """The line under a field's row: its help ("nb", shown when narrow) or its error ("e"),
         mounted the first time it has something to say (most forms never show either: 18
         widgets fewer to build on opening)."""
-        found = self.query(f"#{kind}-{name}")
-        if found:
-            return found.first(Static)
-        if not create:
-            return None
-        line = Static("", classes="note note-below" if kind == "nb" else "err", id=f"{kind}-{name}")
-        above = self.query(f"#nb-{name}") if kind == "e" else None
-        self.query_one("#edit-fields").mount(line, after=above.first() if above else self.query_one(f"#r-{name}"))
+        line = self._lines.get(f"{kind}-{name}")
+        if line is not None or not create:
+            return line
+        line = self._lines[f"{kind}-{name}"] = Static("", classes="note note-below" if kind == "nb" else "err",
+                                                      id=f"{kind}-{name}")
+        above = self._lines.get(f"nb-{name}") if kind == "e" else None
+        self.query_one("#edit-fields").mount(line, after=above if above is not None else self._rows[name])
         return line
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
@@ -212,7 +217,7 @@ class EditArgsScreen(Screen):
         read: enabling nine disabled Inputs restyled each (~1 ms apiece) on every opening, where
         the read is usually done before the first frame. Disabled (dimmed) only while it is not."""
         for name in self.engine.editable:
-            box = self.query_one("#" + _field_id(name), Input)
+            box = self._boxes[name]
             box.can_focus = not disabled
             if box.disabled != disabled:
                 box.disabled = disabled
@@ -224,7 +229,7 @@ class EditArgsScreen(Screen):
         if narrow != self.has_class("-narrow"):
             self.set_class(narrow, "-narrow")
             for name in self.engine.editable:
-                row = self.query_one(f"#r-{name}", FieldRow)
+                row = self._rows[name]
                 row.set_note(row.note, show=not narrow)
                 if narrow and row.note:
                     self._note_below(name).update(row.note)
@@ -246,6 +251,11 @@ class EditArgsScreen(Screen):
             t.append(f"\ncontainer {clean(self.cmd.container)} · {clean(self.cmd.form)} · engine {self.cmd.generation}",
                      style="dim")
         return t
+
+    def content_shown(self) -> bool:
+        """The form is filled from the Deployment, or says why it cannot be (the app holds the
+        collector until a frame shows this: tui/app.py _display)."""
+        return self.cmd is not None or self.load_error is not None
 
     def on_mount(self) -> None:
         self.query_one("#edit-diff", DiffView).show("reading the Deployment...")
@@ -296,35 +306,38 @@ class EditArgsScreen(Screen):
 
     def _fill(self) -> None:
         assert self.cmd is not None
-        self.initial = {}
-        for name in self.engine.editable:
-            given = self.cmd.values.get(name)
-            val = given if given is not None and not given.is_default else None  # written in the spec
-            written = val is not None
-            box = self.query_one("#" + _field_id(name), Input)
-            self.initial[name] = val.display() if val is not None else ""
-            box.value = self.initial[name]
-            default = A.eff_before(self.cmd, name, self.observed) if not written else None
-            shown = A.format_value(default) if default is not None else ("(model)" if name in ("max-model-len", "context-length") else "none")
-            box.placeholder = "" if written else "default " + shown
-            if val is not None:
-                note = "env $" + val.env_var if val.env_var else "set in the " + ("script" if self.cmd.form == "shell" else "args")
-            elif self.observed.get(name) is not None:
-                note = "not set; the engine reports " + A.format_value(self.observed[name])
-            else:
-                note = "not set; " + self.engine.arg_specs[name].note
-            self.query_one(f"#r-{name}", FieldRow).set_note(Text(clean(note)))
-            if self.has_class("-narrow"):
-                self._note_below(name).update(Text(clean(note)))
-        self._set_fields_disabled(False)
-        self.query_one("#" + _field_id(self.engine.editable[0]), Input).focus()
-        done = []
-        for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied
-            if flag in self.engine.editable:
-                box = self.query_one("#" + _field_id(flag), Input)
-                if box.value.strip() != value:
-                    box.value = value
-                    done.append(f"{flag}={value}")
+        # the values set here are validated once, below: each Input.Changed revalidated the
+        # whole form again (four passes an opening)
+        with self.prevent(Input.Changed):
+            self.initial = {}
+            for name in self.engine.editable:
+                given = self.cmd.values.get(name)
+                val = given if given is not None and not given.is_default else None  # written in the spec
+                written = val is not None
+                box = self._boxes[name]
+                self.initial[name] = val.display() if val is not None else ""
+                box.value = self.initial[name]
+                default = A.eff_before(self.cmd, name, self.observed) if not written else None
+                shown = A.format_value(default) if default is not None else ("(model)" if name in ("max-model-len", "context-length") else "none")
+                box.placeholder = "" if written else "default " + shown
+                if val is not None:
+                    note = "env $" + val.env_var if val.env_var else "set in the " + ("script" if self.cmd.form == "shell" else "args")
+                elif self.observed.get(name) is not None:
+                    note = "not set; the engine reports " + A.format_value(self.observed[name])
+                else:
+                    note = "not set; " + self.engine.arg_specs[name].note
+                self._rows[name].set_note(Text(clean(note)))
+                if self.has_class("-narrow"):
+                    self._note_below(name).update(Text(clean(note)))
+            self._set_fields_disabled(False)
+            self._boxes[self.engine.editable[0]].focus()
+            done = []
+            for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied
+                if flag in self.engine.editable:
+                    box = self._boxes[flag]
+                    if box.value.strip() != value:
+                        box.value = value
+                        done.append(f"{flag}={value}")
         self._revalidate()
         if done:
             self.app.notify("pre-filled: " + ", ".join(done) + " (review the diff, f8 to apply)",
@@ -334,7 +347,7 @@ class EditArgsScreen(Screen):
     def raw_changes(self) -> dict[str, str]:
         out = {}
         for name in self.engine.editable:
-            box = self.query_one("#" + _field_id(name), Input)
+            box = self._boxes[name]
             if box.value.strip() != self.initial.get(name, ""):
                 out[name] = box.value.strip()
         return out
@@ -367,7 +380,7 @@ class EditArgsScreen(Screen):
             if err is not None:
                 err.update(Text(clean(msg)) if msg else "")
                 err.display = bool(msg)
-            self.query_one("#" + _field_id(name), Input).set_class(bool(msg), "-invalid")
+            self._boxes[name].set_class(bool(msg), "-invalid")
         if errors.get("_"):
             notes.insert(0, notes_text("cannot rewrite the container", [errors["_"]], "bold red", "x "))
         warnings = list(self.cmd.warnings) + list(v.warnings)
@@ -407,7 +420,7 @@ class EditArgsScreen(Screen):
             self.app.notify(clean(str(e)), title="preset", severity="error", timeout=5, markup=False)
             return
         for name, val in values.items():
-            self.query_one("#" + _field_id(name), Input).value = A.format_value(val)
+            self._boxes[name].value = A.format_value(val)
         self._revalidate()
 
     def _preset_refusal(self, key: str) -> str | None:
@@ -432,7 +445,7 @@ class EditArgsScreen(Screen):
 
     def action_reset(self) -> None:
         for name in self.engine.editable:
-            self.query_one("#" + _field_id(name), Input).value = self.initial.get(name, "")
+            self._boxes[name].value = self.initial.get(name, "")
         self._revalidate()
 
     def action_cancel(self) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 from textual import on
@@ -18,6 +21,29 @@ from tui.keyhold import PromptInput
 
 if TYPE_CHECKING:
     from tui.app import KvwatchApp
+
+
+class RenderedOnce:
+    """A Rich renderable rendered once per width: Textual renders a Rich table to measure its
+    height, again to draw it, and again on each later repaint (about six times on opening the
+    help, two thirds of its cost); the lines are the same each time."""
+
+    def __init__(self, renderable: RenderableType) -> None:
+        self.renderable = renderable
+        self._lines: dict[tuple[int, bool], list[list[Segment]]] = {}
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.renderable)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        key = (options.max_width, options.ascii_only)
+        lines = self._lines.get(key)
+        if lines is None:
+            lines = self._lines[key] = console.render_lines(self.renderable, options.update(height=None), pad=False)
+        new_line = Segment.line()
+        for line in lines:
+            yield from line
+            yield new_line
 
 
 class HelpScreen(ModalScreen):
@@ -58,7 +84,7 @@ class HelpScreen(ModalScreen):
         with VerticalScroll():
             yield Static("[b]kvwatch keys[/b]  (/ searches, esc closes)")
             yield PromptInput(placeholder="search keys and actions (esc clears)", id="help-search")
-            yield Static(self._table(), id="help-table")
+            yield Static(RenderedOnce(self._table()), id="help-table")
 
     def _matches(self, *cells: str) -> bool:
         q = self.query_text.lower()
@@ -93,7 +119,7 @@ class HelpScreen(ModalScreen):
     @on(Input.Changed, "#help-search")
     def _search_changed(self, event: Input.Changed) -> None:
         self.query_text = event.value
-        self.query_one("#help-table", Static).update(self._table())
+        self.query_one("#help-table", Static).update(RenderedOnce(self._table()))
 
     @on(Input.Submitted, "#help-search")
     def _search_done(self) -> None:
@@ -104,7 +130,7 @@ class HelpScreen(ModalScreen):
         box = self.query_one("#help-search", Input)
         if box.has_focus:  # esc in the search box clears the search; the help stays
             self.query_text, box.value, box.display = "", "", False
-            self.query_one("#help-table", Static).update(self._table())
+            self.query_one("#help-table", Static).update(RenderedOnce(self._table()))
             self.query_one(VerticalScroll).focus()
             return
         await super().action_dismiss(result)

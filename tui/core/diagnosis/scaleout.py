@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..history import ReplicaHistory, counter_delta
-from ..model import Scrape
 from .. import verdicts as V
 from .thresholds import Thresholds
 
@@ -51,24 +50,27 @@ class _Rates:
     abandoned: float
 
 
+_VALUES = ("requests_success", "requests_aborted", "running", "waiting")
+
+
 def _rates(h: ReplicaHistory, now: float, window_s: float) -> _Rates | None:
-    win = h.scrapes.since(now - window_s, now)
-    if len(win) < 2 or win[-1].ts - win[0].ts <= 0:
+    win = h.scrapes.values_since(now - window_s, now, _VALUES)  # (ts, (success, aborted, running, waiting))
+    if len(win) < 2 or win[-1][0] - win[0][0] <= 0:
         return None
-    dt = win[-1].ts - win[0].ts
-    done = counter_delta(s.page.value("requests_success") for s in win)
+    dt = win[-1][0] - win[0][0]
+    done = counter_delta(vals[0] for _, vals in win)
     if done is None:
         return None
 
-    def load(s: Scrape) -> float | None:
-        r, w = s.page.value("running"), s.page.value("waiting")
+    def load(vals: tuple[float | None, ...]) -> float | None:
+        r, w = vals[2], vals[3]
         return None if r is None and w is None else (r or 0.0) + (w or 0.0)
 
-    first, last = load(win[0]), load(win[-1])
+    first, last = load(win[0][1]), load(win[-1][1])
     growth = (last - first) / dt if first is not None and last is not None else 0.0
     # finished_reason="abort" (clients that gave up waiting) is demand, not served capacity
-    gave_up = counter_delta(s.page.value("requests_aborted") for s in win) or 0.0
-    return _Rates((done - gave_up) / dt, max(0.0, done / dt + growth), win[-1].page.value("waiting") or 0.0,
+    gave_up = counter_delta(vals[1] for _, vals in win) or 0.0
+    return _Rates((done - gave_up) / dt, max(0.0, done / dt + growth), win[-1][1][3] or 0.0,
                   gave_up / dt)
 
 

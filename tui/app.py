@@ -45,6 +45,7 @@ from .terminal import StripColor, detect
 from .theming import next_theme, theme_for
 
 if TYPE_CHECKING:
+    from textual.timer import Timer
     from tui.core.cluster.base import Cluster
     from tui.core.sources.kube import ClusterSource
 
@@ -136,7 +137,7 @@ class KvwatchApp(App):
         self.keyhold = KeyHold(self.set_timer, lambda n: self.notify(
             f"{n} key(s) typed for a prompt that did not open were dropped", severity="warning", timeout=4))
         self.collector_hold = CollectorHold()  # no collection inside a screen's opening
-        self._hold_timer = None
+        self._hold_timer: Timer | None = None
         self.apply_context(context, startup=True)
 
     # -- theme ------------------------------------------------------------------

@@ -138,6 +138,8 @@ def loop_lag(path: Path, w) -> str:
             end, ms, cpu, what = line.split(" ", 3)
             if w.t0 <= float(end) <= w.t1:
                 long.append((float(ms), what, float(cpu)))
+    if not long:
+        return f"no loop callback of 20 ms or more in {w.t1 - w.t0:.0f} s (bench/probe records those)"
     worst = max(long, default=(0.0, "-", 0.0))
     most_cpu = max(long, key=lambda c: c[2], default=(0.0, "-", 0.0))
     return (f"longest loop callback {worst[0]:.0f} ms ({worst[1]}, {worst[2]:.0f} ms of it on the CPU; the most CPU "

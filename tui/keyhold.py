@@ -44,6 +44,11 @@ class KeyHold:
     def holding(self) -> bool:
         return self._held is not None
 
+    @property
+    def held(self) -> int:
+        """How many keys are kept now."""
+        return len(self._held or ())
+
     def hold(self) -> None:
         """Keep every key from now until a PromptInput has focus."""
         if self._held is None:

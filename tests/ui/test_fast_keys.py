@@ -46,13 +46,15 @@ class App(KvwatchApp):
         fleet_screen = self.screen_stack[1]
         with open(out + ".tmp", "w") as f:
             json.dump({"stack": [type(s).__name__ for s in self.screen_stack], "inputs": inputs,
-                       "filter": fleet_screen.filter, "rows": len(self.monitor.state.replicas)}, f)
+                       "filter": fleet_screen.filter, "rows": len(self.monitor.state.replicas),
+                       "held": self.keyhold.held}, f)
         os.replace(out + ".tmp", out)
 
 class Cluster(SimCluster):
-    async def get_deployment(self, *a, **kw):  # an API server that takes its time (SLOW_GET_S)
+    async def get_deployment(self, *a, **kw):  # a slow API server: answers once $GATE exists
         import asyncio
-        await asyncio.sleep(float(os.environ.get("SLOW_GET_S", "0")))
+        while os.environ.get("GATE") and not os.path.exists(os.environ["GATE"]):
+            await asyncio.sleep(0.02)
         return await super().get_deployment(*a, **kw)
 
 cluster = Cluster(fleet, audit=AuditLog(os.environ["AUDIT"]))
@@ -63,13 +65,18 @@ finally:
 """
 
 
-def _typed(tmp_path, keys: bytes, handled: Callable[[dict], bool], slow_get_s: float = 0.0) -> dict:
+def _typed(tmp_path, keys: bytes, handled: Callable[[dict], bool],
+           meanwhile: Callable[[dict], bool] | None = None) -> dict:
     """What is on screen once `handled(state)` holds, after `keys` were written in one go to a
-    dashboard showing its fleet."""
+    dashboard showing its fleet. With `meanwhile`, the cluster's Deployment read answers only
+    once `meanwhile(state)` holds (a slow API server, released by what is on screen)."""
     out = tmp_path / "out.json"
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR",)}
     env.update(TERM="xterm-256color", LANG="C.UTF-8", KVWATCH_CONFIG=os.devnull + ".none",
-               OUT=str(out), AUDIT=str(tmp_path / "audit.jsonl"), SLOW_GET_S=str(slow_get_s))
+               OUT=str(out), AUDIT=str(tmp_path / "audit.jsonl"))
+    gate = tmp_path / "gate"
+    if meanwhile is not None:
+        env["GATE"] = str(gate)
     last: dict = {}
 
     def state() -> dict:
@@ -83,6 +90,9 @@ def _typed(tmp_path, keys: bytes, handled: Callable[[dict], bool], slow_get_s: f
         term.wait_for(lambda _: (s := state()) and s["rows"] == 3 and s["stack"][1:] == ["FleetScreen"],
                       120, "the fleet table with its 3 replicas")
         os.write(term.fd, keys)  # one write: every key is queued before the first is handled
+        if meanwhile is not None:
+            term.wait_for(lambda _: meanwhile(state()), 60, f"the keys {keys!r} while the read waits; last {last}")
+            gate.touch()
         term.wait_for(lambda _: handled(state()), 60, f"the keys {keys!r} handled; last state {last}")
     return dict(last)
 
@@ -117,5 +127,8 @@ def test_scale_count_and_enter_typed_before_the_prompt_opens_go_to_the_prompt(tm
         top = s["stack"][-1]
         return top not in ("FleetScreen", "PromptScreen") or (top == "PromptScreen" and s["stack"][-2] != "FleetScreen")
 
-    seen = _typed(tmp_path, b"s4\r", handled, slow_get_s=1.5)
+    def meanwhile(s: dict) -> bool:  # both keys kept for the prompt, or (the defect) acted on
+        return s["held"] == 2 or s["stack"][-1] != "FleetScreen"
+
+    seen = _typed(tmp_path, b"s4\r", handled, meanwhile)
     assert seen["stack"][1:] == ["FleetScreen", "ConfirmScreen"], seen  # the scale to 4, to confirm

@@ -262,6 +262,7 @@ class Endpoint:
     conns: set = field(default_factory=set)
     server: asyncio.base_events.Server | None = None
     arrived: asyncio.Condition = field(default_factory=asyncio.Condition)  # notified per request
+    listen: Any = None  # starts listening (FaultServer.listen), for an endpoint added refusing
 
 
 # -- modes ---------------------------------------------------------------------------------------
@@ -497,8 +498,11 @@ class FaultServer:
         """Start an endpoint in `mode`; its base URL (http://127.0.0.1:PORT).
 
         `refuse_for=T`: the port refuses connections (nothing listens) for T seconds first.
+        `refuse=True`: it refuses them until `listen(url)` (a test that waits for the state it
+        needs, e.g. the client's first error, instead of a time).
         `tls=True`: https with the certificate of `self_signed()`."""
         refuse_for = opts.pop("refuse_for", 0.0)
+        refuse = opts.pop("refuse", False)
         tls = _server_tls() if opts.pop("tls", False) else None
         handler = _modes(self, {"mode": mode, **opts})
         port = free_port()
@@ -535,12 +539,19 @@ class FaultServer:
             if not self.stopped.is_set():
                 ep.server = await asyncio.start_server(on_conn, HOST, port, reuse_address=True, ssl=tls)
 
+        ep.listen = listen
         if refuse_for:
             loop = asyncio.get_running_loop()
             self._late.append(loop.call_later(refuse_for, lambda: loop.create_task(listen())))
-        else:
+        elif not refuse:
             await listen()
         return ep.url
+
+    async def listen(self, url: str) -> None:
+        """An endpoint added with `refuse=True` starts listening (once)."""
+        ep = next(ep for ep in self.endpoints if ep.url == url)
+        if ep.server is None:
+            await ep.listen()
 
     def requests(self, url: str) -> list[Request]:
         return next(ep.requests for ep in self.endpoints if ep.url == url)
@@ -689,10 +700,11 @@ def _status_mb(pid: int, field: str) -> float:
 
 
 async def run_cli(tmp: str, *argv: str, timeout: float = 30.0, env: dict[str, str] | None = None,
-                  nofile: int | tuple[int, int] | None = None) -> CliRun:
+                  nofile: int | tuple[int, int] | None = None,
+                  on_line: Callable[[str], None] | None = None) -> CliRun:
     """`python -m tui.cli ARGV` with a clean env; kills it after `timeout` s (rc None then).
     `nofile`: the child's soft open-files limit (`ulimit -n`), its hard limit unchanged; or
-    (soft, hard)."""
+    (soft, hard). `on_line`: called with each line of its stdout as it comes."""
     def limit_files() -> None:
         import resource
 
@@ -711,6 +723,8 @@ async def run_cli(tmp: str, *argv: str, timeout: float = 30.0, env: dict[str, st
     async def read_out() -> None:
         while line := await proc.stdout.readline():
             lines.append((time.monotonic() - t0, line.decode(errors="replace")))
+            if on_line is not None:
+                on_line(lines[-1][1])
 
     async def sample() -> None:
         nonlocal peak

@@ -106,10 +106,17 @@ async def test_hanging_replica_does_not_delay_the_refresh(tmp_path: Path) -> Non
 @pytest.mark.parametrize("fail", ["500", "redirect", "refuse"])
 async def test_prometheus_failing_at_start_is_retried(tmp_path: Path, fail: str) -> None:
     async with FaultServer(lifetime=30) as fs:
-        opts = {"refuse_for": 2.0, "after": 0.0} if fail == "refuse" else {"fail": fail, "fails": 2}
+        # refused until kvwatch has said so (a time-bound refusal was over before a slow start)
+        opts = {"refuse": True, "after": 0.0} if fail == "refuse" else {"fail": fail, "fails": 2}
         url = await fs.add("prometheus", **opts)
+        listening: list[asyncio.Task] = []
+
+        def on_line(line: str) -> None:
+            if fail == "refuse" and '"error"' in line and not listening:
+                listening.append(asyncio.ensure_future(fs.listen(url)))
+
         run = await run_cli(str(tmp_path), "--prometheus", url, "--json", "--duration", "5", "--interval", "0.5",
-                            timeout=30)
+                            timeout=30, on_line=on_line)
     # recovered, but this Prometheus lists no replica: no endpoint was read, exit 3 (README)
     assert run.rc == 3, run.err
     assert "Traceback" not in run.err
@@ -187,8 +194,9 @@ async def test_no_fault_path_prints_the_bearer_token(tmp_path: Path) -> None:
     tok.write_text(secret + "\n")
     runs = []
     async with FaultServer(lifetime=40) as fs:
+        # refused for the whole run (a time-bound refusal could end before a slow start)
         for i, opts in enumerate(({"fail": "500", "fails": 1}, {"fail": "redirect", "fails": 1},
-                                  {"refuse_for": 1.0, "after": 0.0})):
+                                  {"refuse": True, "after": 0.0})):
             url = await fs.add("prometheus", **opts)
             runs.append(await run_cli(str(tmp_path), "--prometheus", url, "--prom-token-file", str(tok), "--json",
                                       "--duration", "2.5", "--interval", "0.5", "--record", str(tmp_path / f"r{i}.jsonl")))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from typing import Callable
 
 from tests.ui.ptyscreen import PtyScreen
@@ -27,6 +28,8 @@ from tui.core.sources.demo import DemoSource
 
 out = os.environ["OUT"]
 fleet = SimFleet("steady", replicas=3, speed=1.0, seed=1)
+import asyncio
+GATE = asyncio.Event()  # set by SIGUSR1 (the test), see App.on_mount
 fleet.start()
 
 class App(KvwatchApp):
@@ -34,6 +37,8 @@ class App(KvwatchApp):
 
     def on_mount(self):  # Textual runs KvwatchApp.on_mount too (handlers run along the MRO)
         self.set_interval(0.1, self.dump)
+        import asyncio, signal
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, GATE.set)  # before any key
 
     def dump(self):
         from textual.widgets import Input
@@ -51,10 +56,9 @@ class App(KvwatchApp):
         os.replace(out + ".tmp", out)
 
 class Cluster(SimCluster):
-    async def get_deployment(self, *a, **kw):  # a slow API server: answers once $GATE exists
-        import asyncio
-        while os.environ.get("GATE") and not os.path.exists(os.environ["GATE"]):
-            await asyncio.sleep(0.02)
+    async def get_deployment(self, *a, **kw):  # a slow API server ($GATE): answers on SIGUSR1
+        if os.environ.get("GATE"):
+            await GATE.wait()
         return await super().get_deployment(*a, **kw)
 
 cluster = Cluster(fleet, audit=AuditLog(os.environ["AUDIT"]))
@@ -74,9 +78,8 @@ def _typed(tmp_path, keys: bytes, handled: Callable[[dict], bool],
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR",)}
     env.update(TERM="xterm-256color", LANG="C.UTF-8", KVWATCH_CONFIG=os.devnull + ".none",
                OUT=str(out), AUDIT=str(tmp_path / "audit.jsonl"))
-    gate = tmp_path / "gate"
     if meanwhile is not None:
-        env["GATE"] = str(gate)
+        env["GATE"] = "1"
     last: dict = {}
 
     def state() -> dict:
@@ -92,7 +95,7 @@ def _typed(tmp_path, keys: bytes, handled: Callable[[dict], bool],
         os.write(term.fd, keys)  # one write: every key is queued before the first is handled
         if meanwhile is not None:
             term.wait_for(lambda _: meanwhile(state()), 60, f"the keys {keys!r} while the read waits; last {last}")
-            gate.touch()
+            os.kill(term.pid, signal.SIGUSR1)  # the Deployment read answers now
         term.wait_for(lambda _: handled(state()), 60, f"the keys {keys!r} handled; last state {last}")
     return dict(last)
 

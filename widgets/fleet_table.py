@@ -53,6 +53,19 @@ class Row(tuple):
         return row
 
 
+
+def _one_line(cell: object, width: int) -> tuple[str, str | Style] | None:
+    """The (text, style) of a cell drawn as one segment (the fleet table's direct paths), or None for one
+    Rich would draw otherwise: not a Text as DataTable hands it on (str markup, numbers, None),
+    spans, wrap, justify, newlines, tabs, no text, wider than `width`, characters not one cell wide."""
+    if type(cell) is not Text or cell._spans or cell.no_wrap is False or cell.justify not in (None, "default"):
+        return None
+    plain = cell.plain
+    n = len(plain)
+    if not n or n > width or "\n" in plain or "\t" in plain or (not plain.isascii() and cell_len(plain) != n):
+        return None
+    return plain, cell.style
+
 @dataclass(frozen=True)
 class Column:
     key: str
@@ -462,18 +475,15 @@ class FleetTable(DataTable):
         segments: list[tuple[str, Style | None, object]] = []
         for key, cell_width in columns:
             cell = data.get(key)
-            # DataTable hands a Text cell to the renderer as it is (default_cell_formatter);
-            # anything else (str markup, numbers, None) is left to the general path
-            if type(cell) is not Text or cell._spans or cell.no_wrap is False or cell.justify not in (None, "default"):
+            one = _one_line(cell, cell_width)
+            if one is None:
                 return None
-            plain = cell.plain
+            plain, cell_style = one
             n = len(plain)
-            if not n or n > cell_width or "\n" in plain or "\t" in plain or (not plain.isascii() and cell_len(plain) != n):
-                return None
-            skey = (row_style, row_index, cursor, hover, ctx, pseudo, cell.style)
+            skey = (row_style, row_index, cursor, hover, ctx, pseudo, cell_style)
             pair = styles.get(skey)
             if pair is None:
-                pair = self._line_styles_for(row_index, row_style, cursor, hover, ctx, cell.style)
+                pair = self._line_styles_for(row_index, row_style, cursor, hover, ctx, cell_style)
                 if len(styles) > 16384:
                     styles.clear()
                 styles[skey] = pair
@@ -601,18 +611,16 @@ class FleetTable(DataTable):
 
     def _cell_line(self, cell: object, header: bool, row_index: int, column_index: int, base_style: Style,
                    width: int, cursor: bool, hover: bool, ctx: tuple) -> list[Segment] | None:
-        """A one-line cell's segments, or None for a cell Rich would draw otherwise: spans, wrap,
-        justify, newlines, tabs, no text, wider than the column, characters not one cell wide."""
-        if type(cell) is not Text or cell._spans or cell.no_wrap is False or cell.justify not in (None, "default"):
+        """A one-line cell's segments, or None for a cell Rich would draw otherwise (_one_line)."""
+        one = _one_line(cell, width)
+        if one is None:
             return None
-        plain = cell.plain
+        plain, cell_style = one
         n = len(plain)
-        if not n or n > width or "\n" in plain or "\t" in plain or (not plain.isascii() and cell_len(plain) != n):
-            return None
-        key = (base_style, row_index, column_index, cursor, hover, ctx, self._pseudo_class_state, cell.style)
+        key = (base_style, row_index, column_index, cursor, hover, ctx, self._pseudo_class_state, cell_style)
         styles = self._cell_styles.get(key)
         if styles is None:
-            styles = self._cell_styles_for(header, row_index, column_index, base_style, cursor, hover, ctx, cell.style)
+            styles = self._cell_styles_for(header, row_index, column_index, base_style, cursor, hover, ctx, cell_style)
             if len(self._cell_styles) > 16384:
                 self._cell_styles.clear()
             self._cell_styles[key] = styles

@@ -38,8 +38,8 @@ def _first_frames(app) -> list[tuple[object, list[str]]]:
     return frames
 
 
-async def _until(pilot, ok) -> None:
-    for _ in range(200):
+async def _until(pilot, ok, limit: int = 200) -> None:
+    for _ in range(limit):
         if ok():
             return
         await pilot.pause()

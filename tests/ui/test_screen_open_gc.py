@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import gc
 import tempfile
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from tests.ui.conftest import make_app, prime
+from tests.ui.test_screen_open import _until as until_frames
 from tui.core.cluster.audit import AuditLog
 from tui.core.cluster.sim import SimCluster
 from tui.core.sim.fleet import SimFleet
@@ -69,12 +71,7 @@ class Openings:
         gc.callbacks.remove(self._on_gc)
 
 
-async def _until(pilot, ok) -> None:
-    for _ in range(500):
-        if ok():
-            return
-        await pilot.pause()
-    raise AssertionError("never reached")
+_until = partial(until_frames, limit=500)  # the eager collector makes every frame slow
 
 
 async def test_no_collection_between_the_key_and_the_screens_first_frame(eager_collector):

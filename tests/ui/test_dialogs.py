@@ -88,3 +88,22 @@ async def test_scale_prompt_says_enter_and_esc():
         await pilot.pause()
         text = " ".join(str(s.render()) for s in screen.query(Static))
         assert "enter" in text and "esc" in text, text
+
+
+async def test_the_capacity_warning_is_said_once_in_the_confirm_dialog(tmp_path):
+    # The demo's plan carried the fit warning twice in its warnings, and the dialog said it again
+    # under the preflight: three copies of one line, pushing the patch below the fold.
+    fleet, cluster = sim(tmp_path)
+    plan = await cluster.plan_edit_args(EditArgsRequest(fleet.namespace, DEP, {"max-num-seqs": "32"},
+                                                        fits_max_num_seqs=16, fits_why="capacity plan"))
+    fit = [w for w in plan.warnings if "that fits this replica" in w]
+    assert len(fit) == 1, plan.warnings
+    assert plan.preflight is not None and plan.preflight.status == "warn", plan.preflight
+    app = demo_like_app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        dialog = ConfirmScreen(plan)
+        await pilot.app.push_screen(dialog)
+        await wait(pilot, lambda: bool(dialog.query("#confirm-preflight")))
+        text = "\n".join(str(s.render()) for s in dialog.query(Static))
+        assert text.count("that fits this replica") == 1, text
+        assert "preflight: WARN" in text

@@ -45,6 +45,13 @@ def patch_text(plan: ActionPlan) -> Text:
     return t
 
 
+def warnings_beside_preflight(plan: ActionPlan) -> tuple[str, ...]:
+    """The plan's warnings less those the preflight block lists below them (the plan carries
+    both for the CLI, which prints warnings only): each line is said once in the dialog."""
+    shown = set(plan.preflight.messages) if plan.preflight is not None else set()
+    return tuple(w for w in plan.warnings if w not in shown)
+
+
 def preflight_text(plan: ActionPlan) -> Text:
     pf = plan.preflight
     if pf is None:
@@ -105,7 +112,7 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield diff
                 parts = (
                     ("confirm-errors", notes_text("errors: nothing will be sent", plan.errors, "bold red", "x ")),
-                    ("confirm-warnings", notes_text("warnings", plan.warnings, "yellow")),
+                    ("confirm-warnings", notes_text("warnings", warnings_beside_preflight(plan), "yellow")),
                     ("confirm-preflight", preflight_text(plan)),
                     ("confirm-patch", patch_text(plan)),
                 )

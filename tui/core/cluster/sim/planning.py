@@ -39,15 +39,18 @@ class SimPlans(SimState):
             err = kv.error
         except ValueError as e:
             kv, err = None, f"ValueError: {e}"
+        # The generic preflight's lines (capacity "not exposed", the fit line) give way to the exact one's.
+        generic = set(plan.preflight.messages) if plan.preflight is not None else set()
+        warnings = tuple(w for w in plan.warnings if w not in generic)
         if err:
             who = "SGLang" if d.sglang else "vLLM"
             pf = A.Preflight("fail", (f"{who} would refuse to start and the pod would crash-loop: {err}",))
-            return replace(plan, preflight=pf, warnings=plan.warnings + pf.messages)
+            return replace(plan, preflight=pf, warnings=warnings + pf.messages)
         assert kv is not None
         msg = f"KV pool {kv.kv_cache_size_tokens:,} tokens: {kv.max_concurrency:.1f} full-length ({kv.max_model_len:,}) sequences at once"
         pf = A.with_fit(A.Preflight("ok", (msg,), None, kv.kv_cache_size_tokens), plan.data["changes"],
                         req.fits_max_num_seqs, req.fits_why)
-        return replace(plan, preflight=pf, warnings=plan.warnings + pf.messages[1:] if pf.status == "warn" else plan.warnings)
+        return replace(plan, preflight=pf, warnings=warnings + pf.messages[1:] if pf.status == "warn" else warnings)
 
     async def plan_scale(self, namespace: str, name: str, replicas: int, kind: str = "Deployment") -> ActionPlan:
         d = self._dep(namespace, name)

@@ -11,7 +11,7 @@ from tests.ui.test_mitigation_snapshots import DEP, sim, wait
 from tui.core.cluster.base import EditArgsRequest
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.help import HelpScreen
-from tui.screens.prompt import PromptScreen
+from tui.screens.prompt import scale_prompt
 
 SIZE = (80, 24)
 
@@ -79,7 +79,7 @@ async def test_body_scrolls_with_pagedown_and_down_at_80x24(tmp_path):
 
 
 async def test_scale_prompt_says_enter_and_esc():
-    screen = PromptScreen("scale deployment/llama-8b to (kvwatch suggests 12):", value="12")
+    screen = scale_prompt("deployment/llama-8b -n inference", 4, 12)
     from tests.ui.conftest import make_app
 
     app = make_app()
@@ -107,3 +107,22 @@ async def test_the_capacity_warning_is_said_once_in_the_confirm_dialog(tmp_path)
         text = "\n".join(str(s.render()) for s in dialog.query(Static))
         assert text.count("that fits this replica") == 1, text
         assert "preflight: WARN" in text
+
+
+async def test_the_scale_prompt_shows_its_label_and_suggestion_whole_at_80_and_120_columns():
+    # The one-line prompt cut its title at 60% of the width: at 120 columns it read "(now 4,
+    # kvwatch suggests 13:  13", its "replicas:" label and closing parenthesis gone.
+    from tests.ui.conftest import make_app
+
+    for size in ((80, 24), (120, 30)):
+        screen = scale_prompt("deployment/llama-8b -n inference", 4, 13)
+        app = make_app()
+        async with app.run_test(size=size) as pilot:
+            await app.push_screen(screen)
+            await wait(pilot, lambda s=screen: bool(s.query("#prompt-input")))
+            for sid in ("#prompt-input", "#prompt-keys"):
+                assert screen.query_one(sid).region.right <= size[0], (size, sid)
+            shown = app.export_screenshot().replace("&#160;", " ")
+            assert "replicas:" in shown and "now 4" in shown and "suggests 13" in shown, size
+            if size[0] >= 120:
+                assert "kvwatch suggests 13 (pre-filled" in shown, shown

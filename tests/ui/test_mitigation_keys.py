@@ -61,7 +61,7 @@ async def test_restart_scale_rollback_and_an_api_error(env: Env) -> None:
         # scale: asks for the count, shows 2 -> 3, patches the scale subresource
         await pilot.press("s")
         prompt = await until(pilot, lambda: isinstance(app.screen, PromptScreen) and app.screen)
-        assert "now 2" in prompt.title_text
+        assert "now 2" in prompt.detail
         await pilot.press("3", "enter")
         dialog = await confirm(pilot)
         assert dialog.plan.diff == "-replicas: 2\n+replicas: 3"

@@ -285,7 +285,7 @@ class MitigationMixin(_MixinBase):
 
     @work(group="mitigation", exit_on_error=False)
     async def _scale(self, cluster: Cluster, v: PodReplica, kind: str, name: str) -> None:
-        from .prompt import PromptScreen
+        from .prompt import scale_prompt
 
         ns = v.pod.namespace
         try:
@@ -298,11 +298,8 @@ class MitigationMixin(_MixinBase):
         # on the runbook screen); the user still types over it or confirms it
         so = workload_scale_out(self.app.monitor, v.group, self.app.monitor.state.ts)
         want = so is not None and so.replicas > info.replicas
-        # the count typed in follows "replicas:"; a suggestion is said once, in the field
-        why = f"now {info.replicas}" + (f", kvwatch suggests {so.replicas}: pre-filled" if want else "")
-        title = f"scale {kind.lower()}/{name} -n {ns} ({why}) replicas:"
-        answer = await self.app.push_screen_wait(PromptScreen(
-            title, placeholder=str(info.replicas), value=str(so.replicas) if want else ""))
+        answer = await self.app.push_screen_wait(scale_prompt(
+            f"{kind.lower()}/{name} -n {ns}", info.replicas, so.replicas if so is not None and want else None))
         if answer is None or not answer.strip():
             return
         try:

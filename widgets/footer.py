@@ -102,19 +102,25 @@ class KvFooter(Widget, can_focus=False):
         width = self.size.width or app.size.width
         keys, palette, need = bound or self._keys_bound()
         narrow = self._narrow(width, need)
-        out: list[ShownKey] = []
-        x = 0
-        for key, b, enabled, tooltip in keys:
-            shown = app.get_key_display(b)
-            w = len(shown) + (len(b.description) + 1 if b.description else 0) + (0 if narrow else 2)
-            out.append(ShownKey(key, shown, b.description, b.action, not enabled, tooltip, False, narrow, x, w))
-            x += w + (1 if narrow else 0)  # a narrow footer: one blank after each key
+        dock: ShownKey | None = None
         if palette is not None and not narrow:
             key, b, enabled, _tip = palette
             shown = app.get_key_display(b)
             w = (0 if getattr(app, "ascii", False) else 1) + len(shown) + 1 + len(b.description) + 1  # border, "^p palette", padding
-            out.append(ShownKey(key, shown, b.description, b.action, not enabled, b.tooltip or b.description,
-                                True, True, max(0, width - w), w))
+            dock = ShownKey(key, shown, b.description, b.action, not enabled, b.tooltip or b.description,
+                            True, True, max(0, width - w), w)
+        room = dock.x if dock is not None else width
+        out: list[ShownKey] = []
+        x = 0
+        for i, (key, b, enabled, tooltip) in enumerate(keys):
+            shown = app.get_key_display(b)
+            w = len(shown) + (len(b.description) + 1 if b.description else 0) + (0 if narrow else 2)
+            if x + w > room and i >= len(FIRST):
+                break  # left out whole, and the keys after it (`?` lists them): never "z Roll"
+            out.append(ShownKey(key, shown, b.description, b.action, not enabled, tooltip, False, narrow, x, w))
+            x += w + (1 if narrow else 0)  # a narrow footer: one blank after each key
+        if dock is not None:
+            out.append(dock)
         return out
 
     # -- drawing ----------------------------------------------------------------------------------
@@ -170,8 +176,8 @@ class KvFooter(Widget, can_focus=False):
                 hover + dim + Style(color=desc.color, bold=desc.bold, italic=desc.italic, underline=desc.underline))
 
     def regions(self) -> list[ShownKey]:
-        """The keys with their regions on the screen, as widgets of their own would have them:
-        the whole key, even where it runs off the footer; an empty region where it starts past it."""
+        """The keys with their regions on the screen, as widgets of their own would have them
+        (help and quit, which always lead, may run off a footer narrower than they are)."""
         fx, fy, fw, _fh = self.region
         return [replace(k, region=Region(fx + k.x, fy, k.width, 1)) if k.x < fw else k for k in self.keys()]
 

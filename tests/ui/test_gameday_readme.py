@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from textual.widgets import Input, Static
+from textual.widgets import Input
 
 from tests.gameday import SteppedDemo, SteppedDemoSource
 from tests.ui.kube_app import until
@@ -33,7 +33,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def body(app) -> str:
-    return app.screen.query_one("#diag-body", Static).render().plain
+    return app.screen.body_text
 
 
 def describe(app) -> str:

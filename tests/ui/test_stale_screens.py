@@ -47,7 +47,7 @@ async def test_triage_says_whom_it_follows_when_its_replica_is_gone():
     async with _deleted_under(TriageScreen(NAME)) as (app, pilot, gone):
         screen = app.screen
         assert screen.replica != NAME  # it follows another replica of the workload...
-        head = str(screen.query_one("#diag-head").render())
+        head = screen.head_text
         assert f"{NAME} gone since {gone}" in head and f"following {screen.replica}" in head, head
         await prime(pilot, 3)  # ...and keeps saying so, not just in a passing message
-        assert f"{NAME} gone since {gone}" in str(screen.query_one("#diag-head").render())
+        assert f"{NAME} gone since {gone}" in screen.head_text

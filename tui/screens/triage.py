@@ -33,6 +33,7 @@ from tui.core.model import SEVERITY, FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify
+from widgets.hanging import Hanging
 
 from .diagnosis_text import capacity_text, runbook_text, triage_text, verdict_head
 from .mitigation import MitigationMixin, workload_scale_out
@@ -225,13 +226,22 @@ class TriageScreen(MitigationMixin, Screen):
         if row + 4 > scroll.size.height:  # below the fold (wrapped lines aside): bring it up
             scroll.scroll_to(y=max(0, row - 6), animate=False)
 
+    @property
+    def head_text(self) -> str:
+        """The head's text as last painted (the Statics hold it wrapped, as a renderable)."""
+        return self._head.plain if self._head is not None else ""
+
+    @property
+    def body_text(self) -> str:
+        return self._body.plain if self._body is not None else ""
+
     def _paint(self, head: Text, body: Text) -> None:
         if head != self._head:
             self._head = head
-            self.query_one("#diag-head", Static).update(head)
+            self.query_one("#diag-head", Static).update(Hanging(head))
         if body != self._body:
             self._body = body
-            self.query_one("#diag-body", Static).update(body)
+            self.query_one("#diag-body", Static).update(Hanging(body))  # wrapped under each line's indent
 
     def _facts_line(self, now: float) -> Text:
         t = Text()

@@ -49,6 +49,8 @@ KINDS = ("pressure", "healthy", "compute", "healthy", "fault", "healthy", "down"
 
 
 def _text(content) -> str:
+    if type(content).__name__ == "Hanging":  # widgets/hanging.py: a Text drawn with hanging indents
+        content = content.text
     return str(getattr(content, "plain", content) or "")
 
 

@@ -54,7 +54,7 @@ class FrozenRefreshes:
     to free nothing (2.7 collections a second at 10,000 with the sampled turns below; 18 before
     both). A reference cycle frozen and dropped later is freed only by
     the full collection run every `full_every` refreshes (none seen in a healthy fleet's run:
-    the cycles a refresh makes die young and are collected before the freeze)."""
+    the turns collect before they freeze while their collections find any, see turn())."""
 
     def __init__(self, full_every: int = 600, young: int = 10_000) -> None:
         self.full_every = full_every

@@ -388,3 +388,50 @@ async def test_opening_the_edit_form_validates_it_once(monkeypatch):
         await pilot.press("1")  # typing still validates, at each change
         await _until(pilot, lambda: "--max-num-seqs" in form.diff)
         assert len(passes) > 1
+
+
+def _drawn(screen) -> tuple[list[list[tuple[str, str]]], set[object]]:
+    """The screen as painted (each cell's character and style) and the widgets drawn."""
+    comp = screen._compositor
+    lines = [[(ch, str(seg.style)) for seg in strip for ch in seg.text] for strip in comp.render_strips()]
+    return lines, set(comp.visible_widgets)
+
+
+async def _painted(size: tuple[int, int]) -> list[tuple[list, set[object]]]:
+    """The edit form and the detail as painted at `size` (_drawn), each with its `-undrawn`
+    containers."""
+    from tui.screens.edit_args import EditArgsScreen
+
+    out = []
+    app = _app_with_cluster()
+    async with app.run_test(size=size) as pilot:
+        await prime(pilot, 4)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        await app.push_screen(form)
+        await _until(pilot, lambda: form.cmd is not None and form.focused is not None)
+        await pilot.pause()
+        out.append((_drawn(form), set(form.query(".-undrawn"))))
+        app.pop_screen()
+        detail = DetailScreen("llama-8b-7d9f-abcde")  # in kv-pressure: with plots (or numbers)
+        await app.push_screen(detail)
+        await _until(pilot, lambda: app.screen is detail and bool(detail._pts))
+        await pilot.pause()
+        out.append((_drawn(detail), set(detail.query(".-undrawn"))))
+    return out
+
+
+async def test_the_edit_form_and_detail_look_the_same_without_painting_bare_containers(monkeypatch):
+    """Textual paints each container's whole area blank before the widgets in it; the form's
+    and the detail's layout containers draw nothing of their own, and are not painted: the
+    same cells as when they were."""
+    from tui.screens.edit_args import EditArgsScreen
+
+    for size in ((160, 45), (80, 24), (120, 30)):
+        undrawn = await _painted(size)
+        with monkeypatch.context() as m:  # the same screens with every container painted
+            for cls in (EditArgsScreen, DetailScreen):
+                m.setattr(cls, "DEFAULT_CSS", cls.DEFAULT_CSS.replace(".-undrawn", ".-painted"))
+            painted = await _painted(size)
+        for ((cells, drawn), bare), ((want, _), _) in zip(undrawn, painted, strict=True):
+            assert bare and not drawn & bare, (size, bare, drawn & bare)  # left out of the painting
+            assert cells == want, size

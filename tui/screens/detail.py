@@ -24,6 +24,7 @@ from tui.core.textsafe import clean
 from widgets.fast_plot import FastPlot
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
+from widgets.undrawn import undrawn_css
 from widgets.verdict import colour_var, label
 
 from .triage import open_diagnosis
@@ -110,7 +111,7 @@ class DetailScreen(Screen):
     DetailScreen #plot-numbers { height: auto; padding: 0 1; display: none; }
     DetailScreen.-numbers #plot-numbers { display: block; }
     DetailScreen.-numbers #plots { display: none; }
-    """
+    """ + undrawn_css("DetailScreen")
 
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -123,10 +124,10 @@ class DetailScreen(Screen):
         self._resumed = False
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical(classes="-undrawn"):
             yield Static("", id="evidence")
             yield Static("", id="plot-numbers")
-            with Grid(id="plots"):
+            with Grid(id="plots", classes="-undrawn"):
                 for pid, *_ in PLOTS:
                     yield FastPlot(id=pid)
         yield KvFooter()

@@ -24,7 +24,7 @@ from tui.core.textsafe import clean
 from widgets.fast_plot import FastPlot
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
-from widgets.undrawn import undrawn_css
+from widgets import undrawn
 from widgets.verdict import colour_var, label
 
 from .triage import open_diagnosis
@@ -111,7 +111,7 @@ class DetailScreen(Screen):
     DetailScreen #plot-numbers { height: auto; padding: 0 1; display: none; }
     DetailScreen.-numbers #plot-numbers { display: block; }
     DetailScreen.-numbers #plots { display: none; }
-    """ + undrawn_css("DetailScreen")
+    """
 
     def __init__(self, name: str) -> None:
         super().__init__()
@@ -133,6 +133,7 @@ class DetailScreen(Screen):
         yield KvFooter()
 
     def on_mount(self) -> None:
+        undrawn.leave_out(self)
         self.show_state(self.app.monitor.state)
 
     def _on_screen_resume(self, event: events.ScreenResume) -> None:

@@ -31,7 +31,7 @@ from widgets.diff_view import DiffView, notes_text
 from widgets.field_row import INPUT_W, FieldRow
 from widgets.footer import KvFooter
 from widgets.quiet import FormButton, FormInput
-from widgets.undrawn import undrawn_css
+from widgets import undrawn
 from widgets.format import num, pct, rate
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class EditArgsScreen(Screen):
     EditArgsScreen #edit-diff-box { height: 1fr; border: round $panel; }
     EditArgsScreen #edit-notes { height: auto; }
     EditArgsScreen #edit-actions { height: auto; align-horizontal: right; }
-    """ + undrawn_css("EditArgsScreen")
+    """
 
     def __init__(self, cluster: Cluster, namespace: str, name: str, *, kind: str = "Deployment",
                  replica: str | None = None, cache_config: Mapping[str, Any] | None = None,
@@ -260,6 +260,7 @@ class EditArgsScreen(Screen):
         return self.cmd is not None or self.load_error is not None
 
     def on_mount(self) -> None:
+        undrawn.leave_out(self)
         self.query_one("#edit-diff", DiffView).show("reading the Deployment...")
         self._load()
 

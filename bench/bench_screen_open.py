@@ -265,8 +265,9 @@ def main() -> None:
     if a.against:
         trees["against"] = a.against.resolve()
     res: dict[str, dict[str, list[list[float]]]] = {k: {} for k in trees}
-    for _ in range(a.rounds if a.against else 1):
-        for k, tree in trees.items():
+    for i in range(a.rounds if a.against else 1):
+        # each tree first in every other round: the load drifts within a round too
+        for k, tree in (list(trees.items()) if i % 2 == 0 else list(trees.items())[::-1]):
             for label, xs in _run_tree(tree, a).items():
                 res[k].setdefault(label, []).extend(xs)
     load = os.getloadavg()[0]

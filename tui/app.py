@@ -138,6 +138,10 @@ class KvwatchApp(App):
             f"{n} key(s) typed for a prompt that did not open were dropped", severity="warning", timeout=4))
         self.collector_hold = CollectorHold()  # no collection inside a screen's opening
         self._hold_timer: Timer | None = None
+        # set while no screen is opening: a refresh starts only then (poll_loop)
+        self._not_opening = asyncio.Event()
+        self._not_opening.set()
+        self.refresh_waiting = False  # the poll loop waits for an opening's first frame
         self.apply_context(context, startup=True)
 
     # -- theme ------------------------------------------------------------------
@@ -187,27 +191,31 @@ class KvwatchApp(App):
 
     # -- a screen opens or closes: no garbage collection until its content is drawn -----------
     def push_screen(self, *args, **kwargs):
-        self._hold_collector()
+        self._hold_collector(opening=True)
         return super().push_screen(*args, **kwargs)
 
     def switch_screen(self, screen):
-        self._hold_collector()
+        self._hold_collector(opening=True)
         return super().switch_screen(screen)
 
     def pop_screen(self):
-        self._hold_collector()
+        self._hold_collector(opening=True)
         return super().pop_screen()
 
-    def _hold_collector(self) -> None:
-        """Until the new top screen's first frame with its content (`_display`), or HOLD_MAX_S."""
+    def _hold_collector(self, opening: bool = False) -> None:
+        """Until the new top screen's first frame with its content (`_display`), or HOLD_MAX_S;
+        `opening`: a screen is being shown, and the next refresh waits as long (poll_loop)."""
+        if opening:
+            self._not_opening.clear()
         if self.collector_hold.hold():
             try:
                 self._hold_timer = self.set_timer(HOLD_MAX_S, self._release_collector, name="collector-hold")
             except Exception:  # no timer to end it (no event loop yet): no hold
-                self.collector_hold.release()
+                self._release_collector()
 
     def _release_collector(self) -> None:
         self.collector_hold.release()
+        self._not_opening.set()
         timer, self._hold_timer = self._hold_timer, None
         if timer is not None:
             timer.stop()
@@ -216,7 +224,8 @@ class KvwatchApp(App):
         try:
             super()._display(screen, renderable)
         finally:
-            if self.collector_hold.held and renderable is not None and self.screen_stack \
+            if (self.collector_hold.held or not self._not_opening.is_set()) and renderable is not None \
+                    and self.screen_stack \
                     and screen is self.screen_stack[-1]:
                 shown = getattr(screen, "content_shown", None)  # a screen that fills itself later
                 if shown is None or shown():
@@ -351,6 +360,16 @@ class KvwatchApp(App):
             await asyncio.sleep(self.interval)
         while True:
             t0 = time.monotonic()
+            if not self._not_opening.is_set():
+                # A screen is opening (from its key to its first frame with content, at most
+                # HOLD_MAX_S): the refresh's work (scrape, parse, diagnosis, the new state drawn
+                # on the screen being opened) would run inside it, every few openings
+                self.refresh_waiting = True
+                try:
+                    await asyncio.wait_for(self._not_opening.wait(), HOLD_MAX_S)
+                except asyncio.TimeoutError:
+                    self._not_opening.set()  # a screen that never says its content is shown
+                self.refresh_waiting = False
             await self.refresh_once()
             self.rate.tick()  # before the screens draw the state refresh_once posted
             await asyncio.sleep(max(0.05, self.interval - (time.monotonic() - t0)))

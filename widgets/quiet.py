@@ -8,6 +8,8 @@ dozens). Before mounting there is nothing to draw, and mounting applies the clas
 
 from __future__ import annotations
 
+from textual import events
+from textual.timer import Timer
 from textual.widgets import Button, Input
 
 
@@ -30,6 +32,23 @@ class FormInput(StyledWhenMounted, Input):
         self.can_focus = can_focus
         if not self.validators:
             self.add_class("-valid", update=False)
+        self._blink_args: tuple | None = None
+
+    # The cursor's blink timer is made when the field is first focused, not on mount: a form of
+    # nine fields started nine timers (a task each) on opening, where one field has the focus.
+    # Input pauses it on blur and restarts it on focus, and checks for none before either.
+    def set_interval(self, interval, callback=None, *, name=None, repeat=0, pause=False) -> Timer:
+        if pause and self._blink_timer is None and callback == self._toggle_cursor:
+            self._blink_args = (interval, callback, name, repeat)
+            return None  # type: ignore[return-value]  # Input's own code allows for none
+        return super().set_interval(interval, callback, name=name, repeat=repeat, pause=pause)
+
+    def _on_focus(self, event: events.Focus) -> None:
+        # before Input's own handler (Textual calls each class's in turn), which restarts it
+        if self._blink_timer is None and self._blink_args is not None:
+            interval, callback, name, repeat = self._blink_args
+            self._blink_timer = super().set_interval(interval, callback, name=name, repeat=repeat,
+                                                     pause=not (self.cursor_blink and self.has_focus))
 
 
 class FormButton(StyledWhenMounted, Button):

@@ -211,6 +211,12 @@ async def test_opening_the_detail_draws_its_plots_once(monkeypatch):
 async def _form_open_counts(app, pilot, form) -> tuple[int, int]:
     """(widgets in the form, style passes over its widgets) up to its first frame with the
     Deployment's values."""
+    return await _open_counts(app, pilot, form, lambda: form.cmd is not None)
+
+
+async def _open_counts(app, pilot, form, shown) -> tuple[int, int]:
+    """(widgets in the screen `form`, style passes over its widgets) up to its first frame
+    once `shown()`."""
     from textual.css.stylesheet import Stylesheet
     from textual.widget import Widget
 
@@ -229,7 +235,7 @@ async def _form_open_counts(app, pilot, form) -> tuple[int, int]:
     def recording(screen, renderable) -> None:
         display(screen, renderable)
         if renderable is not None and screen is form:
-            frames.append(form.cmd is not None)
+            frames.append(shown())
 
     app._display = recording
     Stylesheet.apply = counting
@@ -255,6 +261,48 @@ async def test_the_edit_form_builds_and_styles_few_widgets():
         widgets, passes = await _form_open_counts(app, pilot, form)
         assert widgets <= 40, widgets
         assert passes <= widgets + 10, (widgets, passes)
+
+
+async def test_the_detail_styles_its_widgets_once_on_opening():
+    """Textual restyles a screen's whole tree when it is resumed; the first resume follows the
+    push at once, when every widget was styled as it was mounted: each was styled twice."""
+    app = make_app()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 4)
+        detail = DetailScreen("llama-8b-7d9f-abcde")  # in kv-pressure: with plots
+        widgets, passes = await _open_counts(app, pilot, detail, lambda: bool(detail._pts))
+        await pilot.pause()
+        assert widgets >= 9, widgets
+        assert passes <= widgets + 3, (widgets, passes)
+
+
+async def test_the_edit_form_starts_a_cursor_blink_only_for_the_field_with_focus():
+    """Each Input starts a timer (a task) for its cursor's blink when mounted: nine on opening
+    the form, where one field has the focus. A field's timer starts when it is first focused,
+    and its cursor blinks as an Input's does (the timer running while it has the focus)."""
+    from widgets.quiet import FormInput
+
+    from tui.screens.edit_args import EditArgsScreen
+
+    app = _app_with_cluster()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        await app.push_screen(form)
+        await _until(pilot, lambda: form.cmd is not None and form.focused is not None)
+        await pilot.pause()
+        fields = list(form.query(FormInput))
+        first = form.query_one("#f-max-num-seqs", FormInput)
+        assert len(fields) >= 9 and form.focused is first
+        assert [f for f in fields if f._blink_timer is not None] == [first]
+        assert first._blink_timer._active.is_set()  # blinking
+        await pilot.press("tab")
+        await _until(pilot, lambda: form.focused is not first)
+        second = form.focused
+        assert isinstance(second, FormInput)
+        await _until(pilot, lambda: second._blink_timer is not None and second._blink_timer._active.is_set())
+        await _until(pilot, lambda: not first._blink_timer._active.is_set())  # paused on blur
+        assert [f for f in fields if f._blink_timer is not None] == [first, second]
 
 
 async def test_an_edit_form_still_reading_shows_its_fields_disabled_then_fills_them():
@@ -340,3 +388,49 @@ async def test_opening_the_edit_form_validates_it_once(monkeypatch):
         await pilot.press("1")  # typing still validates, at each change
         await _until(pilot, lambda: "--max-num-seqs" in form.diff)
         assert len(passes) > 1
+
+
+def _drawn(screen) -> tuple[list[list[tuple[str, str]]], set[object]]:
+    """The screen as painted (each cell's character and style) and the widgets drawn."""
+    comp = screen._compositor
+    lines = [[(ch, str(seg.style)) for seg in strip for ch in seg.text] for strip in comp.render_strips()]
+    return lines, set(comp.visible_widgets)
+
+
+async def _painted(size: tuple[int, int]) -> list[tuple[list, set[object]]]:
+    """The edit form and the detail as painted at `size` (_drawn), each with its `-undrawn`
+    containers."""
+    from tui.screens.edit_args import EditArgsScreen
+
+    out = []
+    app = _app_with_cluster()
+    async with app.run_test(size=size) as pilot:
+        await prime(pilot, 4)
+        form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
+        await app.push_screen(form)
+        await _until(pilot, lambda: form.cmd is not None and form.focused is not None)
+        await pilot.pause()
+        out.append((_drawn(form), set(form.query(".-undrawn"))))
+        app.pop_screen()
+        detail = DetailScreen("llama-8b-7d9f-abcde")  # in kv-pressure: with plots (or numbers)
+        await app.push_screen(detail)
+        await _until(pilot, lambda: app.screen is detail and bool(detail._pts))
+        await pilot.pause()
+        out.append((_drawn(detail), set(detail.query(".-undrawn"))))
+    return out
+
+
+async def test_the_edit_form_and_detail_look_the_same_without_painting_bare_containers(monkeypatch):
+    """Textual paints each container's whole area blank before the widgets in it; the form's
+    and the detail's layout containers draw nothing of their own, and are not painted: the
+    same cells as when they were."""
+    from widgets import undrawn as undrawn_mod
+
+    for size in ((160, 45), (80, 24), (120, 30)):
+        undrawn = await _painted(size)
+        with monkeypatch.context() as m:  # the same screens with every container painted
+            m.setattr(undrawn_mod, "leave_out", lambda screen: None)
+            painted = await _painted(size)
+        for ((cells, drawn), bare), ((want, _), _) in zip(undrawn, painted, strict=True):
+            assert bare and not drawn & bare, (size, bare, drawn & bare)  # left out of the painting
+            assert cells == want, size

@@ -8,6 +8,7 @@ too small to read (80x24), the same series are shown as numbers: now, min and ma
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 import time
 from typing import TYPE_CHECKING, Sequence
@@ -23,6 +24,7 @@ from tui.core.textsafe import clean
 from widgets.fast_plot import FastPlot
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
+from widgets import undrawn
 from widgets.verdict import colour_var, label
 
 from .triage import open_diagnosis
@@ -119,18 +121,29 @@ class DetailScreen(Screen):
         self.gone_since: float | None = None  # the state time of the first refresh without it
         self.frozen_at: float | None = None  # the plots' time axis ends here (gone)
         self._pts: Sequence[tuple[float, ReplicaMetrics]] = []
+        self._resumed = False
 
     def compose(self) -> ComposeResult:
-        with Vertical():
+        with Vertical(classes="-undrawn"):
             yield Static("", id="evidence")
             yield Static("", id="plot-numbers")
-            with Grid(id="plots"):
+            with Grid(id="plots", classes="-undrawn"):
                 for pid, *_ in PLOTS:
                     yield FastPlot(id=pid)
         yield KvFooter()
 
     def on_mount(self) -> None:
+        undrawn.leave_out(self)
         self.show_state(self.app.monitor.state)
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        # Textual restyles a screen's whole tree on every resume (for a theme changed while it
+        # was covered); the first follows the push at once, the widgets styled as they were
+        # mounted a moment before (~1.5 ms of the opening)
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
+        super()._on_screen_resume(event)
 
     def action_full_labels(self) -> None:
         self.full_labels = not self.full_labels

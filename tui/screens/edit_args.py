@@ -31,6 +31,7 @@ from widgets.diff_view import DiffView, notes_text
 from widgets.field_row import INPUT_W, FieldRow
 from widgets.footer import KvFooter
 from widgets.quiet import FormButton, FormInput
+from widgets import undrawn
 from widgets.format import num, pct, rate
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ class EditArgsScreen(Screen):
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static(self._title(), id="edit-title")
-        with Horizontal(id="edit-main"):
+        with Horizontal(id="edit-main", classes="-undrawn"):
             with VerticalScroll(id="edit-fields"):
                 label_w = max(len(n) for n in self.engine.editable) + 4
                 for name in self.engine.editable:
@@ -171,14 +172,14 @@ class EditArgsScreen(Screen):
                     yield row
                     # below the row, mounted when first needed (_below): the help when too narrow
                     # for it beside the field (80x24), then the field's error
-                with Grid(id="edit-presets"):
+                with Grid(id="edit-presets", classes="-undrawn"):
                     for p, _, key, preset_label in self._presets():
                         yield FormButton(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
-            with Vertical(id="edit-side"):
+            with Vertical(id="edit-side", classes="-undrawn"):
                 with VerticalScroll(id="edit-diff-box"):
                     yield DiffView(self.app.palette() if hasattr(self.app, "palette") else None, id="edit-diff")
                 yield Static("", id="edit-notes")
-                with Horizontal(id="edit-actions"):
+                with Horizontal(id="edit-actions", classes="-undrawn"):
                     yield FormButton("Cancel", id="edit-cancel", compact=True)
                     yield FormButton("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
@@ -233,9 +234,10 @@ class EditArgsScreen(Screen):
                 row.set_note(row.note, show=not narrow)
                 if narrow and row.note:
                     self._note_below(name).update(row.note)
-        side = self.query_one("#edit-side")
-        # the apply button keeps its key in sight when the side panel is narrow (80 columns)
-        self.query_one("#edit-apply", Button).label = "Review (f8)" if 0 < side.size.width < 34 else "Review & apply (f8)"
+        # the apply button keeps its key in sight when the side panel is narrow (80 columns): under
+        # 34 columns, its padding and the diff box inside it 32 (an undrawn container is not sized)
+        box = self.query_one("#edit-diff-box")
+        self.query_one("#edit-apply", Button).label = "Review (f8)" if 0 < box.outer_size.width < 32 else "Review & apply (f8)"
 
     def _title(self) -> Text:
         t = Text(f"edit engine args · {self.kind.lower()}/{clean(self.name_)} -n {clean(self.namespace)}", style="bold")
@@ -258,6 +260,7 @@ class EditArgsScreen(Screen):
         return self.cmd is not None or self.load_error is not None
 
     def on_mount(self) -> None:
+        undrawn.leave_out(self)
         self.query_one("#edit-diff", DiffView).show("reading the Deployment...")
         self._load()
 

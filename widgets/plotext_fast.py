@@ -96,9 +96,21 @@ def insert_element(self, col, row, marker, fullground=None, style=None, backgrou
             self.style[row][col] = style
 
 
-def install() -> None:
-    """plotext builds plots with these from now on (in this process)."""
+VERIFIED = ("5.3.2",)  # the plotext releases whose internals these were compared with
+
+
+def install() -> bool:
+    """plotext builds plots with these from now on (in this process), where its release is one
+    they were verified against; another release keeps its own (slower, never different)."""
+    try:
+        from importlib.metadata import version
+
+        if version("plotext") not in VERIFIED:
+            return False
+    except Exception:  # noqa: BLE001 - no metadata: plotext's own code is the safe choice
+        return False
     ut.hd_group = hd_group
     matrix_class.insert_element = insert_element
     matrix_class.set_canvas = set_canvas
     matrix_class.set_matrices = set_matrices
+    return True

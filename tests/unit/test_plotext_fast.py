@@ -74,7 +74,7 @@ def test_a_plot_is_drawn_the_same(seed: int) -> None:
             want: object = _build(seed)
         except Exception as e:  # noqa: BLE001 - an input plotext refuses is refused alike
             want = type(e)
-    F.install()
+    assert F.install()  # the installed plotext is one they were verified against
     try:
         got: object = _build(seed)
     except Exception as e:  # noqa: BLE001
@@ -126,3 +126,12 @@ def test_the_matrix_and_its_text_the_same(seed: int) -> None:
     assert (got.marker, got.fullground, got.style, got.background) == \
         (want.marker, want.fullground, want.style, want.background)
     assert F.set_canvas(got) == F.ORIGINAL["set_canvas"](want)
+
+
+def test_another_plotext_release_keeps_its_own_functions(monkeypatch) -> None:
+    import importlib.metadata
+
+    with plotext_own():
+        monkeypatch.setattr(importlib.metadata, "version", lambda name: "6.1.0")
+        assert F.install() is False
+        assert ut.hd_group is F.ORIGINAL["hd_group"] and matrix_class.set_canvas is F.ORIGINAL["set_canvas"]

@@ -480,7 +480,10 @@ class _Tracker:
     cand: str | None = None
     cand_since: float | None = None
     cand_n: int = 0
-    last: tuple[str, list[Evidence], list[str]] | None = None  # raw classification of the last point
+    # raw classification of the last point: its verdict and every comparison made, judged with
+    # the state as it stands after it whenever the verdict differs from that state (the state
+    # changes only to the verdict), so those checks are `evidence_for(state, point)`'s too
+    last: tuple[str, _Checks] | None = None
     # scrapes since the state last came back to healthy from a queue verdict (None: it has not)
     calm_n: int | None = None
 
@@ -511,8 +514,10 @@ class _Tracker:
                 self.since = ts
             self.last = None
             return
-        v, ev, miss = classify(p, self.t, self.state)
-        self.last = (v, ev, miss)
+        v, checks = _assess(p, self.t, self.state)
+        # its evidence is ordered when asked for (diagnose): for this verdict, or for the one
+        # the state holds while `v` is pending, from these same checks (see `last`)
+        self.last = (v, checks)
         if v == V.HEALTHY and self.state in _TROUBLE and _queued(p, self.t):
             # never down to healthy with requests still waiting: the trouble verdict holds until
             # the queue clears or the verdict that explains it (a cap, an overload) is established
@@ -633,10 +638,12 @@ def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Find
     if state == V.UNKNOWN or last is None or point is None:
         need = max(t.min_points, 2)
         return Finding(V.UNKNOWN, (), since=since, summary=f"collecting ({min(n, need)}/{need} scrapes)")
-    v, ev, miss = last
+    v, checks = last
+    # (the checks were made with `state` as the previous verdict whenever v != state: they are
+    # `evidence_for(state, point, t)`'s, not judged a second time)
+    ev, miss = _ordered(state, checks), checks.missing
     if v != state:
         # held by hysteresis: show the held verdict's case as it stands now, and what is pending
-        ev, miss = evidence_for(state, point, t)
         pend = Evidence("pending", v, t.sustain_points, "info", False,
                         f"pending: {v} ({cand_n}/{_need(state, v, t, tr.calm_n)} scrapes)")
         ev = [*ev, pend]

@@ -1,0 +1,75 @@
+"""Work the ingest carries over between refreshes instead of redoing it, each against the
+definition it stands for, on the labelled scenario traces (every verdict, held and pending ones)
+and on live real-size pages: the held verdict's evidence (from the checks its classification
+made) and the sparkline series a view hands out (a snapshot, read when a screen draws it)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.scenarios import synthetic_traces
+from tui.core.diagnosis.rules import classify, diagnose, evidence_for
+from tui.core.diagnosis.thresholds import Thresholds
+from tui.core.history import SERIES, ReplicaHistory
+from tui.core.monitor import Monitor
+
+
+def _traces():
+    return [tr for tr in synthetic_traces(seed=7)
+            if tr.name.split(".")[0] in ("burst", "long-prompts", "pressure-then-wedge", "capped-then-host",
+                                          "cap-raised-into-pressure", "stalled", "compute-bound", "down")]
+
+
+def test_a_verdicts_evidence_is_its_classification_or_the_held_verdicts_case():
+    t = Thresholds()
+    held = judged = 0
+    for tr in _traces():
+        h = ReplicaHistory(tr.name)
+        for s, _label in tr.rows:
+            before = (h.diagnosis.state, h.diagnosis.n) if h.diagnosis is not None else None
+            h.add(s)
+            f = diagnose(h, s.ts, t)
+            tr_ = h.diagnosis
+            if before is None or tr_.last is None or not tr_.tail or f.verdict != tr_.state:
+                continue
+            point = tr_.tail[-1]
+            # the verdict the point was judged against: the state before it (after an outage: none)
+            prev = before[0] if tr_.n == before[1] + 1 else "unknown"
+            v, ev, miss = classify(point, t, prev)
+            if v != tr_.state:  # pending: the held verdict's case, judged afresh, then the pending line
+                want, want_miss = evidence_for(tr_.state, point, t)
+                assert f.evidence[:-1] == tuple(want) and f.evidence[-1].signal == "pending", (tr.name, s.ts)
+                held += 1
+            else:
+                want, want_miss = ev, miss
+                assert f.evidence == tuple(want), (tr.name, s.ts)
+                judged += 1
+            assert f.missing == tuple(want_miss), (tr.name, s.ts)
+    assert held > 20 and judged > 500  # both kinds were checked
+
+
+def _same(a, b):
+    return type(a) is type(b) and (a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b)))
+
+
+@pytest.mark.parametrize("maxlen", [5, 60, 600])
+def test_a_views_series_are_the_points_values_when_it_was_made(maxlen):
+    """Each refresh's views are kept and read only after later refreshes (as a screen may):
+    each series is still the values of the points up to its own refresh."""
+    mon = Monitor(None, history_len=maxlen)
+    kept = []
+    for tr in _traces()[:4]:
+        for s, _label in tr.rows:
+            state = mon.ingest([s], now=s.ts)
+            h = mon.histories[s.replica]
+            want = {k: tuple(getattr(m, k) for _, m in list(h.points)[-60:]) for k in SERIES}
+            kept.append((next(v for v in state.replicas if v.name == s.replica), want))
+    assert len(kept) > 200
+    for view, want in kept:
+        got = view.series
+        assert list(got) == list(SERIES) and len(got) == len(SERIES)
+        assert dict(got) == {k: got[k] for k in SERIES} and got == dict(got)
+        for k in SERIES:
+            assert len(got[k]) == len(want[k]) and all(map(_same, got[k], want[k])), k

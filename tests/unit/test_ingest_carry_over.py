@@ -60,11 +60,12 @@ def test_a_views_series_are_the_points_values_when_it_was_made(maxlen):
     each series is still the values of the points up to its own refresh."""
     mon = Monitor(None, history_len=maxlen)
     kept = []
-    for tr in _traces()[:4]:
+    for tr in _traces()[:2]:
         for s, _label in tr.rows:
             state = mon.ingest([s], now=s.ts)
             h = mon.histories[s.replica]
-            want = {k: tuple(getattr(m, k) for _, m in list(h.points)[-60:]) for k in SERIES}
+            pts = h.points[max(0, len(h.points) - 60):]
+            want = {k: tuple(getattr(m, k) for _, m in pts) for k in SERIES}
             kept.append((next(v for v in state.replicas if v.name == s.replica), want))
     assert len(kept) > 200
     for view, want in kept:

@@ -74,3 +74,27 @@ def test_a_views_series_are_the_points_values_when_it_was_made(maxlen):
         assert dict(got) == {k: got[k] for k in SERIES} and got == dict(got)
         for k in SERIES:
             assert len(got[k]) == len(want[k]) and all(map(_same, got[k], want[k])), k
+
+
+def test_a_cloned_monitor_carries_on_as_the_one_it_was_cloned_from():
+    """The diagnosis' recent points are shared by a Monitor and its clone (replay seeks): what
+    either lets go of as it moves on must not change what the other says."""
+    from tui.core.export import replica_json
+    from tui.core.replay import clone_monitor
+
+    rows = sorted((s for tr in _traces()[:3] for s, _ in tr.rows), key=lambda s: s.ts)
+    by_ts: dict[float, list] = {}
+    for s in rows:
+        by_ts.setdefault(s.ts, []).append(s)
+    times = sorted(by_ts)
+    a = Monitor(None)
+    for ts in times[:40]:
+        a.ingest(by_ts[ts], now=ts)
+    b = clone_monitor(a)
+    frames = []
+    for ts in times[40:80]:
+        st = a.ingest(by_ts[ts], now=ts)
+        frames.append([(replica_json(r, ts), r.finding.summary) for r in st.replicas])
+    for ts, want in zip(times[40:80], frames, strict=True):
+        st = b.ingest(by_ts[ts], now=ts)
+        assert [(replica_json(r, ts), r.finding.summary) for r in st.replicas] == want, ts

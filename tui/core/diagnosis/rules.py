@@ -46,7 +46,7 @@ from ..history import ReplicaHistory
 from .. import verdicts as V
 from ..model import DOWN, Evidence, Finding, GpuSample, ReplicaMetrics, Scrape
 from ..signal_windows import RATE_WINDOW_S, window_text
-from .signals import Point, make_point, with_metrics
+from .signals import Point, make_point
 from .starting import starting
 from .thresholds import Thresholds
 
@@ -504,8 +504,13 @@ class _Tracker:
             self.n, self.state, self.since, self.cand, self.cand_n = 0, V.UNKNOWN, None, None, 0
             self.calm_n = None
         p = make_point(scrape, m, list(self.tail), self.t, self.rate_s)
-        if self.tail and self.tail[-1].m is not _NO_METRICS:  # (empty after an outage)
-            self.tail[-1] = with_metrics(self.tail[-1], _NO_METRICS)
+        if self.tail:  # (empty after an outage)
+            # A point's metrics are read only by its own classification (made below, kept in
+            # `last`), never once it has been: the older point lets them go in place (a copy
+            # of its 45 fields cost more than the rest of this step). A tracker copied with
+            # its tail (export_state, a cloned Monitor) shares these points, and lets the same
+            # point's metrics go the same way when it moves past it.
+            self.tail[-1].m = _NO_METRICS
         self.tail.append(p)
         self.last_point = point_tuple
         self.n += 1

@@ -16,7 +16,7 @@ from math import copysign
 from typing import Any, Iterable, Iterator, Mapping
 
 from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Sample, Scrape, counter_step
-from .pointlog import WINDOW_HISTS, Packed, PointLog, ScrapeView, delta_quantiles, pack_hists_of
+from .pointlog import WINDOW_HISTS, Packed, PointLog, ScrapeView, pack_hists_of, window_quantiles
 from .signal_windows import RATE_WINDOW_S
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
@@ -61,7 +61,8 @@ _RATE_IDX = (*(_IDX[n] for n in ("requests_success", "prefix_hits", "prefix_quer
 # The quantiles each window histogram gives, in ReplicaMetrics' field order (ascending per histogram)
 _QUANTILES = (("ttft", (0.5, 0.95, 0.99)), ("itl", (0.5, 0.95, 0.99)), ("e2e", (0.5, 0.95, 0.99)),
               ("queue_time", (0.95,)), ("prompt_len", (0.95,)), ("gen_len", (0.95,)), ("max_tokens", (0.95,)))
-_NONES = {n: [None] * n for n in (1, 3)}
+assert all(0 < a < b for _, qs in _QUANTILES for a, b in zip(qs, (*qs[1:], 2.0), strict=True)), \
+    "window_quantiles takes each histogram's quantiles ascending, above 0"
 # _derive builds ReplicaMetrics by position (a third cheaper than by keyword): in this order
 assert tuple(f.name for f in fields(ReplicaMetrics)) == (
     "kv_usage", "waiting", "waiting_capacity", "waiting_deferred", "running", "preemptions_per_s", "gen_tokens_per_s",
@@ -181,7 +182,7 @@ class ReplicaHistory:
             vals = pod_values(scrape.sample)  # read once: the windows, the point and its packing
             hists = self._pack_hists(scrape.sample)
             self._remember(scrape, hists, vals)
-            m = self._derive(scrape, vals, self._hists_in[0] if self._hists_in is not None else [])
+            m = self._derive(scrape, vals, self._hists_in[0] if self._hists_in is not None else [], hists)
             self.points.append((scrape.ts, m), scrape, hists, vals)
             self._thin(scrape.ts)
             spark = self._spark
@@ -341,8 +342,10 @@ class ReplicaHistory:
             out.append(None if d is None or dt <= 0 else d / dt)
         return out
 
-    def _derive(self, s: Scrape, vals: Mapping[str, Any], hl: list[tuple[str, Histogram]]) -> ReplicaMetrics:
-        """The point's numbers; `vals` is `pod_values(s.sample)`, `hl` its window histograms."""
+    def _derive(self, s: Scrape, vals: Mapping[str, Any], hl: list[tuple[str, Histogram]],
+                packed: Packed | None = None) -> ReplicaMetrics:
+        """The point's numbers; `vals` is `pod_values(s.sample)`, `hl` its window histograms and
+        `packed` their packing."""
         sm = s.sample
         assert sm is not None  # derived from ok scrapes only
         w = self.windows
@@ -350,16 +353,9 @@ class ReplicaHistory:
         ra = rec.first(w.rate_s)  # the rate window's first row
         qa, qb = rec.first(w.quantile_s), len(rec.hists) - 1
         base = rec.hists[qa] if qb > qa else None  # the delta's older end (the newest is `s`)
-        # Each histogram's quantiles over the window, from its delta to the baseline in one pass
+        # Each histogram's quantiles over the window, from its delta to the baseline
         # (a reset inside the window: as Histogram.minus, the observations since the reset)
-        quant: list[float | None] = []
-        hists = dict(hl)
-        for name, ps in _QUANTILES:
-            h = hists.get(name)
-            if h is None:
-                quant.extend(_NONES[len(ps)])
-            else:
-                quant.extend(delta_quantiles(h, base, name, ps))
+        quant = window_quantiles(packed, base, dict(hl), _QUANTILES)
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
         window = rec.values(qa, qb, _RUNNING)  # NaN where a page lacked it; else finite (finite_scrape)

@@ -312,12 +312,13 @@ def window_quantiles(newest: Packed | None, base: Packed | None, hists: Mapping[
         assert newest is not None and base is not None
         layout = base.layout
         at = layout.at
-        d = list(map(operator.sub, newest, base))  # (past the counts: the pairs' words, not read)
+        nc = layout.ncounts
+        d = list(map(operator.sub, newest[:nc], base[:nc]))
         k = len(layout.names)
         pairs_of = _PAIRS.get(k)
         if pairs_of is None:
             pairs_of = _PAIRS[k] = struct.Struct(f"{2 * k}d")
-        pairs = pairs_of.unpack_from(base, layout.ncounts * 4)
+        pairs = pairs_of.unpack_from(base, nc * 4)
     for name, qs in spec:
         h = hists.get(name)
         if h is None:

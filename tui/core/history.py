@@ -237,8 +237,11 @@ class ReplicaHistory:
             row[i] = v  # the page's value (`running` is a gauge: its window is read as given)
             p = last[i]
             if p is not None:
-                d, v = counter_step(p, v)  # as counter_delta: a restart counts from zero
-                run[i] += d
+                if v >= p:  # counter_step's first case, without its call (most values, most scrapes)
+                    run[i] += v - p
+                else:
+                    d, v = counter_step(p, v)  # as counter_delta: a restart counts from zero
+                    run[i] += d
             last[i] = v
             row[_NVALS + i] = run[i]
         rec = self._recent

@@ -92,6 +92,8 @@ class Point:
 def _delta(now: float | None, prev: float | None) -> float | None:
     if now is None or prev is None:
         return None
+    if now >= prev:  # counter_step's first case, without its call
+        return now - prev
     return counter_step(prev, now)[0]  # a restart: everything since it; a small step back: nothing
 
 

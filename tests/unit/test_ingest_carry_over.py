@@ -98,3 +98,53 @@ def test_a_cloned_monitor_carries_on_as_the_one_it_was_cloned_from():
     for ts, want in zip(times[40:80], frames, strict=True):
         st = b.ingest(by_ts[ts], now=ts)
         assert [(replica_json(r, ts), r.finding.summary) for r in st.replicas] == want, ts
+
+
+def _ordered_reference(v, c):
+    """rules._ordered as it was written before its per-verdict sets and remembered lines."""
+    from tui.core import verdicts as V
+    from tui.core.diagnosis.rules import _ORDER, _fmt, _with_text
+
+    first = tuple(k for k in c.ev if k.startswith("fault")) if v == V.NODE_FAULT else _ORDER.get(v, ())
+    drop = {"util" if v == V.COMPUTE_BOUND else "util_high"} | ({"room", "queue"} - set(first))
+    ev = dict(c.ev)
+    wait, wcap = ev.get("waiting"), ev.get("wcap")
+    if wait is not None and wcap is not None:
+        if wcap.op == "missing":
+            drop.add("wcap")
+            if wait.op != "missing":
+                ev["waiting"] = _with_text(wait, f"{wait.text} (older vLLM: not split by reason)")
+        else:
+            drop.add("waiting")
+            if isinstance(wait.value, (int, float)) and wait.value != wcap.value:
+                ev["wcap"] = _with_text(wcap, f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
+    keys = [k for k in first if k in ev] + [k for k in ev if k not in first]
+    return [ev[k] for k in keys if k not in drop]
+
+
+def test_each_verdicts_evidence_is_ordered_and_worded_as_the_plain_definition():
+    from tui.core import verdicts as V
+    from tui.core.diagnosis.rules import _assess, _ordered
+    from tui.core.model import Evidence
+
+    t = Thresholds()
+    seen = 0
+    for tr in _traces():
+        h = ReplicaHistory(tr.name)
+        for s, _label in tr.rows:
+            h.add(s)
+            diagnose(h, s.ts, t)
+            trk = h.diagnosis
+            if trk is None or not trk.tail or trk.last is None:
+                continue
+            for prev in (None, trk.state):
+                _v, c = _assess(trk.tail[-1], t, prev)
+                q = c.ev["queue"]  # the remembered line, as one made afresh (types too)
+                fresh = Evidence("queue_run", q.value, q.threshold, ">=", q.crossed,
+                                 f"queue held for {q.value} scrape(s)" + ("" if q.crossed else f" (persists at {q.threshold})"))
+                assert q == fresh and type(q.value) is type(fresh.value) and type(q.threshold) is type(fresh.threshold)
+                for v in (*V.VERDICTS, "no-such-verdict"):
+                    got, want = _ordered(v, c), _ordered_reference(v, c)
+                    assert got == want and [type(e.value) for e in got] == [type(e.value) for e in want], (tr.name, v)
+                    seen += 1
+    assert seen > 1000

@@ -362,9 +362,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         kv_room = False
     need_run = 1 if prev in (V.OVERLOADED, V.KV_PRESSURE) else t.queue_points
     held_queue = cap_wait and p.queue_run >= need_run
-    c.add("queue", Evidence("queue_run", p.queue_run, need_run, ">=", held_queue,
-                            f"queue held for {p.queue_run} scrape(s)" + ("" if held_queue else
-                                                                         f" (persists at {need_run})")))
+    c.add("queue", _queue_evidence(p.queue_run, need_run, held_queue))
 
     # -- decide --------------------------------------------------------------------------------
     calm = not kv_high and not preempting and not swapping
@@ -399,6 +397,12 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     return v, c
 
 
+@functools.lru_cache(maxsize=256, typed=True)  # a few small whole numbers (by type too): one object each
+def _queue_evidence(run: int, need: int, held: bool) -> Evidence:
+    return Evidence("queue_run", run, need, ">=", held,
+                    f"queue held for {run} scrape(s)" + ("" if held else f" (persists at {need})"))
+
+
 # The comparisons each verdict lists first (the rest follow as context).
 _ORDER = {
     V.STALLED: ("progress", "idle_queue", "wdef", "waiting", "pinned", "kv"),
@@ -428,24 +432,49 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
     """The verdict's evidence, its case first, one line per signal."""
     if v == V.NODE_FAULT:
         first: tuple[str, ...] = tuple(k for k in c.ev if k.startswith("fault"))
+        drop = _drops(v, first)
     else:
-        first = _ORDER.get(v, ())
-    # GPU utilisation against the mark the verdict rests on only; the queue's persistence and the
-    # room to raise the cap are the case of the two queue verdicts only; elsewhere they are noise
-    drop = {"util" if v == V.COMPUTE_BOUND else "util_high"} | ({"room", "queue"} - set(first))
-    ev = dict(c.ev)
+        first, drop = _ORDER_DROPS.get(v) or (_ORDER.get(v, ()), _drops(v, _ORDER.get(v, ())))
+    ev = c.ev
     wait, wcap = ev.get("waiting"), ev.get("wcap")
     if wait is not None and wcap is not None:  # one line for the queue
+        ev = dict(ev)
         if wcap.op == "missing":  # older vLLM: the total stands in, said on its line
-            drop.add("wcap")
+            drop = drop | {"wcap"}
             if wait.op != "missing":
-                ev["waiting"] = _with_text(wait, f"{wait.text} (older vLLM: not split by reason)")
+                ev["waiting"] = _older_vllm_waiting(wait)
         else:
-            drop.add("waiting")
+            drop = drop | {"waiting"}
             if isinstance(wait.value, (int, float)) and wait.value != wcap.value:
                 ev["wcap"] = _with_text(wcap, f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
     keys = [k for k in first if k in ev] + [k for k in ev if k not in first]
     return [ev[k] for k in keys if k not in drop]
+
+
+def _drops(v: str, first: tuple[str, ...]) -> frozenset[str]:
+    """The comparisons verdict `v` leaves out: GPU utilisation against the mark the verdict does
+    not rest on; the queue's persistence and the room to raise the cap but in the two queue
+    verdicts' case (elsewhere they are noise)."""
+    return frozenset({"util" if v == V.COMPUTE_BOUND else "util_high"} | ({"room", "queue"} - set(first)))
+
+
+_ORDER_DROPS = {v: (first, _drops(v, first)) for v, first in _ORDER.items()}
+
+
+def _older_vllm_waiting(wait: Evidence) -> Evidence:
+    """`wait` saying that the total stands in for the queue by reason (older vLLM); for the same
+    object (a remembered comparison: `cmp`), the same line again (most refreshes: none waiting)."""
+    hit = _OLDER_VLLM.get(id(wait))
+    if hit is not None and hit[0] is wait:
+        return hit[1]
+    out = _with_text(wait, f"{wait.text} (older vLLM: not split by reason)")
+    if len(_OLDER_VLLM) >= 256:
+        _OLDER_VLLM.clear()
+    _OLDER_VLLM[id(wait)] = (wait, out)  # (holding `wait`: its id is not reused while here)
+    return out
+
+
+_OLDER_VLLM: dict[int, tuple[Evidence, Evidence]] = {}
 
 
 def _with_text(e: Evidence, text: str) -> Evidence:

@@ -602,8 +602,9 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     if tr is not None and (tr.t is t or tr.t == t) and tr.last_point is not None:
         last_ts = tr.last_point[0]
         idx = None
-        for i in range(len(pts) - 1, -1, -1):  # the last consumed point, searched from the right
-            p = pts[i]
+        n = len(pts)
+        for k, p in enumerate(reversed(pts)):  # the last consumed point, searched from the right
+            i = n - 1 - k
             # by identity while it is one of the newest objects; packed points (a batch of many
             # points at once) come back as equal copies: the same time in the same history
             if p is tr.last_point or (p[0] == last_ts and p == tr.last_point):

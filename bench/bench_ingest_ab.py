@@ -34,12 +34,20 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=4, help="rounds before the ones timed")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from bench.machine import describe, load_average
-    from bench.realpage import render_v1_page
-
     link = Path(tempfile.mkdtemp(prefix="kvwatch-ab-")) / "tui_before"
     link.symlink_to(args.tree.resolve() / "tui", target_is_directory=True)
     sys.path.insert(0, str(link.parent))
+    try:
+        return _run(args, link)
+    finally:  # (the modules are imported by then: the link and its folder go)
+        link.unlink()
+        link.parent.rmdir()
+
+
+def _run(args: argparse.Namespace, link: Path) -> int:
+    from bench.machine import describe, load_average
+    from bench.realpage import render_v1_page
+
     trees = {}
     for key, pkg in (("this tree", "tui"), ("tree before", "tui_before")):
         mon = importlib.import_module(f"{pkg}.core.monitor")

@@ -370,3 +370,37 @@ def test_packing_keeps_every_count_exactly_and_whole_counts_as_32_bit():
         assert p.typecode == ("I" if whole else "d"), counts
         back = unpack_hist(p, "ttft")
         assert back == h and all(type(a) is float for a in back.counts)
+
+
+# -- all the window histograms' quantiles at once, against delta_quantiles of each ------------------
+
+@pytest.mark.parametrize("seed", range(30))
+def test_window_quantiles_equal_delta_quantiles_of_each_histogram(seed):
+    """Several histograms packed together (the window's), some of them whole counts with ascending
+    deltas (the bisection), others not (fractions, buckets that go down, resets, another layout,
+    one missing): each quantile in value and type as delta_quantiles gives it, histogram by histogram."""
+    from tui.core.pointlog import window_quantiles
+
+    rng = random.Random(seed)
+    spec = (("ttft", (0.5, 0.95, 0.99)), ("itl", (0.5, 0.95, 0.99)), ("e2e", (0.95,)), ("gen_len", (0.25, 0.95)))
+    fast = 0
+    for _ in range(80):
+        newest = {n: _hist(rng, BOUNDS if n != "itl" else OTHER, whole=rng.random() < 0.9)
+                  for n, _ in spec if rng.random() < 0.9}
+        older = {}
+        for n, h in newest.items():
+            o = _older_of(rng, h) if rng.random() < 0.3 else Histogram(
+                h.bounds, tuple(float(math.floor(c * 0.6)) for c in h.counts), h.sum * 0.6, math.floor(h.count * 0.6))
+            if o is not None and o.bounds == h.bounds:
+                older[n] = o
+        pairs = [(n, h) for n, h in newest.items()]
+        packed_new = _pack(pairs)
+        base = _pack([(n, older[n]) for n in newest if n in older] if rng.random() < 0.9 else
+                     [(n, o) for n, o in older.items()][::-1])  # now and then another layout
+        got = window_quantiles(packed_new, base, newest, spec)
+        want = []
+        for n, qs in spec:
+            want.extend(delta_quantiles(newest[n], base, n, qs) if n in newest else [None] * len(qs))
+        assert len(got) == len(want) and all(_same(a, b) for a, b in zip(got, want, strict=True)), (got, want)
+        fast += base is not None and packed_new is not None and base.layout is packed_new.layout
+    assert fast > 20  # the batched path was taken, not only the fallbacks

@@ -13,10 +13,10 @@ from collections import deque
 from dataclasses import dataclass, fields, replace
 from itertools import islice
 from math import copysign
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from .model import DOWN, OK, STALE, Histogram, ReplicaMetrics, Sample, Scrape, counter_step
-from .pointlog import WINDOW_HISTS, Packed, PointLog, ScrapeView, delta_quantiles, pack_hists_of
+from .pointlog import WINDOW_HISTS, Packed, PointLog, ScrapeView, pack_hists_of, window_quantiles
 from .signal_windows import RATE_WINDOW_S
 
 # Sparkline series kept per replica, in the order the fleet screen draws them.
@@ -61,7 +61,8 @@ _RATE_IDX = (*(_IDX[n] for n in ("requests_success", "prefix_hits", "prefix_quer
 # The quantiles each window histogram gives, in ReplicaMetrics' field order (ascending per histogram)
 _QUANTILES = (("ttft", (0.5, 0.95, 0.99)), ("itl", (0.5, 0.95, 0.99)), ("e2e", (0.5, 0.95, 0.99)),
               ("queue_time", (0.95,)), ("prompt_len", (0.95,)), ("gen_len", (0.95,)), ("max_tokens", (0.95,)))
-_NONES = {n: [None] * n for n in (1, 3)}
+assert all(0 < a < b for _, qs in _QUANTILES for a, b in zip(qs, (*qs[1:], 2.0), strict=True)), \
+    "window_quantiles takes each histogram's quantiles ascending, above 0"
 # _derive builds ReplicaMetrics by position (a third cheaper than by keyword): in this order
 assert tuple(f.name for f in fields(ReplicaMetrics)) == (
     "kv_usage", "waiting", "waiting_capacity", "waiting_deferred", "running", "preemptions_per_s", "gen_tokens_per_s",
@@ -124,7 +125,7 @@ class ReplicaHistory:
     """Bounded ring buffer of one replica's scrapes plus derived series, updated per scrape."""
 
     __slots__ = ("name", "points", "windows", "last_ok", "first_error_ts", "last_error", "_kept_ts", "diagnosis",
-                 "_recent", "_run", "_spark", "recovered", "_hists_in", "_steady")
+                 "_recent", "_run", "_spark", "_spark_cap", "recovered", "_hists_in")
 
     def __init__(self, name: str, maxlen: int = 600, windows: Windows | None = None) -> None:
         self.name = name
@@ -132,13 +133,13 @@ class ReplicaHistory:
         # (`scrapes`); past the newest POINTS_KEPT packed; a history longer than ten minutes
         # keeps one point in thirty past its newest three (pointlog.py)
         self.points = PointLog(maxlen, POINTS_KEPT)
-        # The sparkline series' last SPARK_POINTS values, kept as points arrive: every refresh
-        # reads all of them for every replica.
-        self._spark: dict[str, deque[Any]] = {k: deque(maxlen=min(maxlen, SPARK_POINTS)) for k in SERIES}
-        # per series: how many of its newest values are one object (a steady series: each equal
-        # value is the last one's object), and the tuple last handed out while all of them were:
-        # a steady series is the same tuple again, not a new one per refresh
-        self._steady: dict[str, list[Any]] = {k: [0, None] for k in SERIES}
+        # The sparkline series' values, kept as points arrive (at least the last `_spark_cap`),
+        # in lists that are only appended to: a refresh's view reads its series through a
+        # snapshot of these lists and their length (`SparkSeries`), tuples made only when a
+        # screen draws them. Past twice the cap, the newest `_spark_cap` go into new lists (and a
+        # new dict): snapshots taken before keep the old ones.
+        self._spark_cap = min(maxlen, SPARK_POINTS)
+        self._spark: dict[str, list[Any]] = {k: [] for k in SERIES}
         self.windows = windows or Windows()
         self.last_ok: Scrape | None = None
         self.first_error_ts: float | None = None  # start of the current run of failures
@@ -181,22 +182,19 @@ class ReplicaHistory:
             vals = pod_values(scrape.sample)  # read once: the windows, the point and its packing
             hists = self._pack_hists(scrape.sample)
             self._remember(scrape, hists, vals)
-            m = self._derive(scrape, vals, self._hists_in[0] if self._hists_in is not None else [])
+            m = self._derive(scrape, vals, self._hists_in[0] if self._hists_in is not None else [], hists)
             self.points.append((scrape.ts, m), scrape, hists, vals)
             self._thin(scrape.ts)
-            steady = self._steady
-            for k, d in self._spark.items():
+            spark = self._spark
+            if len(spark["kv_usage"]) >= 2 * self._spark_cap:
+                cap = self._spark_cap
+                spark = self._spark = {k: d[-cap:] if cap else [] for k, d in spark.items()}
+            for k, d in spark.items():
                 v = getattr(m, k)
-                run = steady[k]
                 if d:  # a value equal to the one before: that object again (a steady series is one float)
                     last = d[-1]
                     if v is last or (v == last and type(v) is type(last)):
                         v = last
-                        run[0] += 1
-                    else:
-                        run[0] = 1
-                else:
-                    run[0] = 1
                 d.append(v)
         else:
             if self.first_error_ts is None:
@@ -239,8 +237,11 @@ class ReplicaHistory:
             row[i] = v  # the page's value (`running` is a gauge: its window is read as given)
             p = last[i]
             if p is not None:
-                d, v = counter_step(p, v)  # as counter_delta: a restart counts from zero
-                run[i] += d
+                if v >= p:  # counter_step's first case, without its call (most values, most scrapes)
+                    run[i] += v - p
+                else:
+                    d, v = counter_step(p, v)  # as counter_delta: a restart counts from zero
+                    run[i] += d
             last[i] = v
             row[_NVALS + i] = run[i]
         rec = self._recent
@@ -287,33 +288,22 @@ class ReplicaHistory:
     def latest(self) -> ReplicaMetrics:
         return self.points[-1][1] if self.points else ReplicaMetrics()
 
-    def all_series(self, n: int) -> dict[str, tuple[float | None, ...]]:
-        """`{k: self.series(k, n) for k in SERIES}`."""
-        steady = self._steady
-        out = {}
-        for k, d in self._spark.items():
-            if d.maxlen is not None and n <= d.maxlen:
-                t = self._kept(d, steady[k])
-                out[k] = t[-n:] if n < len(t) else t
-            else:
-                out[k] = self.series(k, n)
-        return out
-
-    @staticmethod
-    def _kept(d: deque[Any], run: list[Any]) -> tuple[Any, ...]:
-        """tuple(d); while every value in `d` is one object, the same tuple each time."""
-        if run[0] >= len(d):
-            t = run[1]
-            if t is None or len(t) != len(d) or (t and t[0] is not d[-1]):
-                t = run[1] = tuple(d)
-            return t  # type: ignore[no-any-return]
-        return tuple(d)
+    def all_series(self, n: int) -> Mapping[str, tuple[float | None, ...]]:
+        """`{k: self.series(k, n) for k in SERIES}` as it stands now: while `n` is within the
+        kept values, a snapshot whose tuples are made when read (a screen draws a few rows'
+        sparklines; `--json` none)."""
+        if 0 < n <= self._spark_cap:
+            spark = self._spark
+            return SparkSeries(spark, len(spark["kv_usage"]), n)
+        return {k: self.series(k, n) for k in SERIES}
 
     def series(self, name: str, n: int) -> tuple[float | None, ...]:
         d = self._spark.get(name)
-        if d is not None and ((d.maxlen is not None and n <= d.maxlen) or len(d) == len(self.points)):
-            t = self._kept(d, self._steady[name])
-            return t[-n:] if n < len(t) else t
+        if d is not None:
+            kept = min(len(d), self._spark_cap)  # the newest `_spark_cap` values are the series'
+            if n <= self._spark_cap or kept == len(self.points):
+                t = tuple(d[len(d) - kept:])
+                return t[-n:] if n < len(t) else t
         # From the right end: copying the whole deque (an hour of points) per call cost more
         # than the rest of a refresh's history work.
         out = [getattr(m, name) for _, m in islice(reversed(self.points), n)]
@@ -355,8 +345,10 @@ class ReplicaHistory:
             out.append(None if d is None or dt <= 0 else d / dt)
         return out
 
-    def _derive(self, s: Scrape, vals: Mapping[str, Any], hl: list[tuple[str, Histogram]]) -> ReplicaMetrics:
-        """The point's numbers; `vals` is `pod_values(s.sample)`, `hl` its window histograms."""
+    def _derive(self, s: Scrape, vals: Mapping[str, Any], hl: list[tuple[str, Histogram]],
+                packed: Packed | None = None) -> ReplicaMetrics:
+        """The point's numbers; `vals` is `pod_values(s.sample)`, `hl` its window histograms and
+        `packed` their packing."""
         sm = s.sample
         assert sm is not None  # derived from ok scrapes only
         w = self.windows
@@ -364,16 +356,9 @@ class ReplicaHistory:
         ra = rec.first(w.rate_s)  # the rate window's first row
         qa, qb = rec.first(w.quantile_s), len(rec.hists) - 1
         base = rec.hists[qa] if qb > qa else None  # the delta's older end (the newest is `s`)
-        # Each histogram's quantiles over the window, from its delta to the baseline in one pass
+        # Each histogram's quantiles over the window, from its delta to the baseline
         # (a reset inside the window: as Histogram.minus, the observations since the reset)
-        quant: list[float | None] = []
-        hists = dict(hl)
-        for name, ps in _QUANTILES:
-            h = hists.get(name)
-            if h is None:
-                quant.extend(_NONES[len(ps)])
-            else:
-                quant.extend(delta_quantiles(h, base, name, ps))
+        quant = window_quantiles(packed, base, dict(hl), _QUANTILES)
 
         # Effective batch size: p95 of `running` over the window (instantaneous gauge samples).
         window = rec.values(qa, qb, _RUNNING)  # NaN where a page lacked it; else finite (finite_scrape)
@@ -410,6 +395,46 @@ class ReplicaHistory:
 
 
 _METRIC_FIELDS = frozenset(f.name for f in fields(ReplicaMetrics))
+
+
+class SparkSeries(Mapping[str, tuple[Any, ...]]):
+    """A view's sparkline series (`ReplicaHistory.all_series`): the last `n` of the first `end`
+    values of each of the history's series lists, which are only ever appended to (or replaced
+    whole), so the values stay those of the refresh that made it. Each tuple is made when first
+    read; equal to the dict of them (and pickled, copied and printed as that dict)."""
+
+    __slots__ = ("_lists", "_end", "_n", "_made")
+
+    def __init__(self, lists: dict[str, list[Any]], end: int, n: int) -> None:
+        self._lists = lists
+        self._end = end
+        self._n = n
+        self._made: dict[str, tuple[Any, ...]] | None = None
+
+    def __getitem__(self, key: str) -> tuple[Any, ...]:
+        made = self._made
+        if made is None:
+            made = self._made = {}
+        t = made.get(key)
+        if t is None:
+            d = self._lists[key]  # (a KeyError for a name that is no series)
+            t = made[key] = tuple(d[max(0, self._end - self._n):self._end])
+        return t
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lists)
+
+    def __len__(self) -> int:
+        return len(self._lists)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._lists
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
 
 
 def _float_or_none(v: str | None) -> float | None:

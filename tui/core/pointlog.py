@@ -32,6 +32,7 @@ import math
 import operator
 import struct
 from array import array
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -289,6 +290,74 @@ def delta_quantiles(newest: Histogram, packed: Packed | None, name: str,
             rank = qs[k] * top
         prev_bound, prev_count = bound, c
     out.extend([prev_bound] * (nq - k))
+    return out
+
+
+_PAIRS: dict[int, struct.Struct] = {}  # the (sum, count) pairs of k histograms at once, by k
+
+
+def window_quantiles(newest: Packed | None, base: Packed | None, hists: Mapping[str, Histogram],
+                     spec: tuple[tuple[str, tuple[float, ...]], ...]) -> list[float | None]:
+    """`delta_quantiles(hists[name], base, name, qs)` for each (name, qs) of `spec` in turn
+    (None for each q of a histogram `hists` lacks), all in one list; `newest` is `hists`
+    packed (`_pack`), every `qs` ascending and above 0. Where both packings are whole counts
+    of one layout (every real page's window), the bucket deltas of all the histograms are
+    taken at once and each quantile's bucket is a bisection of its histogram's deltas while
+    those ascend (cumulative buckets that only grew), with the walk's arithmetic: the same
+    values, without a walk up every bucket of every histogram. Anything else: delta_quantiles."""
+    out: list[float | None] = []
+    fast = (newest is not None and base is not None and base.layout is newest.layout
+            and newest.typecode == "I" and base.typecode == "I")
+    if fast:
+        assert newest is not None and base is not None
+        layout = base.layout
+        at = layout.at
+        nc = layout.ncounts
+        d = list(map(operator.sub, newest[:nc], base[:nc]))
+        k = len(layout.names)
+        pairs_of = _PAIRS.get(k)
+        if pairs_of is None:
+            pairs_of = _PAIRS[k] = struct.Struct(f"{2 * k}d")
+        pairs = pairs_of.unpack_from(base, nc * 4)
+    for name, qs in spec:
+        h = hists.get(name)
+        if h is None:
+            out.extend([None] * len(qs))
+            continue
+        a = at.get(name) if fast else None
+        if a is None:
+            out.extend(delta_quantiles(h, base, name, qs))
+            continue
+        o, j, ob = a
+        counts, bounds = h.counts, h.bounds
+        count = pairs[2 * j + 1]
+        if count > h.count or len(counts) != len(ob) or len(bounds) != len(ob):
+            out.extend(delta_quantiles(h, base, name, qs))  # a reset, a malformed histogram
+            continue
+        if not h.count - count > 0 or not counts:
+            out.extend([None] * len(qs))
+            continue
+        seg = d[o:o + len(ob)]
+        if seg[0] < 0 or seg != sorted(seg):
+            out.extend(delta_quantiles(h, base, name, qs))  # buckets that do not ascend: the walk
+            continue
+        top, n = seg[-1], len(seg)
+        i = 0
+        for q in qs:
+            rank = q * top
+            i = bisect_left(seg, rank, i)  # the first bucket whose delta reaches the rank
+            if i == n:
+                out.append(bounds[-1])
+                continue
+            bound, c = bounds[i], seg[i]
+            prev_bound, prev_count = (bounds[i - 1], seg[i - 1]) if i else (0.0, 0.0)
+            # as Histogram.quantile: in the +Inf bucket, at least the highest finite bound
+            if isinf(bound):
+                out.append(AtLeast(prev_bound))
+            elif c == prev_count:
+                out.append(bound)
+            else:
+                out.append(prev_bound + (bound - prev_bound) * (rank - prev_count) / (c - prev_count))
     return out
 
 

@@ -46,7 +46,7 @@ from ..history import ReplicaHistory
 from .. import verdicts as V
 from ..model import DOWN, Evidence, Finding, GpuSample, ReplicaMetrics, Scrape
 from ..signal_windows import RATE_WINDOW_S, window_text
-from .signals import Point, make_point, with_metrics
+from .signals import Point, make_point
 from .starting import starting
 from .thresholds import Thresholds
 
@@ -362,9 +362,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         kv_room = False
     need_run = 1 if prev in (V.OVERLOADED, V.KV_PRESSURE) else t.queue_points
     held_queue = cap_wait and p.queue_run >= need_run
-    c.add("queue", Evidence("queue_run", p.queue_run, need_run, ">=", held_queue,
-                            f"queue held for {p.queue_run} scrape(s)" + ("" if held_queue else
-                                                                         f" (persists at {need_run})")))
+    c.add("queue", _queue_evidence(p.queue_run, need_run, held_queue))
 
     # -- decide --------------------------------------------------------------------------------
     calm = not kv_high and not preempting and not swapping
@@ -399,6 +397,12 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
     return v, c
 
 
+@functools.lru_cache(maxsize=256, typed=True)  # a few small whole numbers (by type too): one object each
+def _queue_evidence(run: int, need: int, held: bool) -> Evidence:
+    return Evidence("queue_run", run, need, ">=", held,
+                    f"queue held for {run} scrape(s)" + ("" if held else f" (persists at {need})"))
+
+
 # The comparisons each verdict lists first (the rest follow as context).
 _ORDER = {
     V.STALLED: ("progress", "idle_queue", "wdef", "waiting", "pinned", "kv"),
@@ -428,24 +432,49 @@ def _ordered(v: str, c: _Checks) -> list[Evidence]:
     """The verdict's evidence, its case first, one line per signal."""
     if v == V.NODE_FAULT:
         first: tuple[str, ...] = tuple(k for k in c.ev if k.startswith("fault"))
+        drop = _drops(v, first)
     else:
-        first = _ORDER.get(v, ())
-    # GPU utilisation against the mark the verdict rests on only; the queue's persistence and the
-    # room to raise the cap are the case of the two queue verdicts only; elsewhere they are noise
-    drop = {"util" if v == V.COMPUTE_BOUND else "util_high"} | ({"room", "queue"} - set(first))
-    ev = dict(c.ev)
+        first, drop = _ORDER_DROPS.get(v) or (_ORDER.get(v, ()), _drops(v, _ORDER.get(v, ())))
+    ev = c.ev
     wait, wcap = ev.get("waiting"), ev.get("wcap")
     if wait is not None and wcap is not None:  # one line for the queue
+        ev = dict(ev)
         if wcap.op == "missing":  # older vLLM: the total stands in, said on its line
-            drop.add("wcap")
+            drop = drop | {"wcap"}
             if wait.op != "missing":
-                ev["waiting"] = _with_text(wait, f"{wait.text} (older vLLM: not split by reason)")
+                ev["waiting"] = _older_vllm_waiting(wait)
         else:
-            drop.add("waiting")
+            drop = drop | {"waiting"}
             if isinstance(wait.value, (int, float)) and wait.value != wcap.value:
                 ev["wcap"] = _with_text(wcap, f"{wcap.text} ({_fmt(wait.value)} waiting in all)")
     keys = [k for k in first if k in ev] + [k for k in ev if k not in first]
     return [ev[k] for k in keys if k not in drop]
+
+
+def _drops(v: str, first: tuple[str, ...]) -> frozenset[str]:
+    """The comparisons verdict `v` leaves out: GPU utilisation against the mark the verdict does
+    not rest on; the queue's persistence and the room to raise the cap but in the two queue
+    verdicts' case (elsewhere they are noise)."""
+    return frozenset({"util" if v == V.COMPUTE_BOUND else "util_high"} | ({"room", "queue"} - set(first)))
+
+
+_ORDER_DROPS = {v: (first, _drops(v, first)) for v, first in _ORDER.items()}
+
+
+def _older_vllm_waiting(wait: Evidence) -> Evidence:
+    """`wait` saying that the total stands in for the queue by reason (older vLLM); for the same
+    object (a remembered comparison: `cmp`), the same line again (most refreshes: none waiting)."""
+    hit = _OLDER_VLLM.get(id(wait))
+    if hit is not None and hit[0] is wait:
+        return hit[1]
+    out = _with_text(wait, f"{wait.text} (older vLLM: not split by reason)")
+    if len(_OLDER_VLLM) >= 256:
+        _OLDER_VLLM.clear()
+    _OLDER_VLLM[id(wait)] = (wait, out)  # (holding `wait`: its id is not reused while here)
+    return out
+
+
+_OLDER_VLLM: dict[int, tuple[Evidence, Evidence]] = {}
 
 
 def _with_text(e: Evidence, text: str) -> Evidence:
@@ -480,7 +509,10 @@ class _Tracker:
     cand: str | None = None
     cand_since: float | None = None
     cand_n: int = 0
-    last: tuple[str, list[Evidence], list[str]] | None = None  # raw classification of the last point
+    # raw classification of the last point: its verdict and every comparison made, judged with
+    # the state as it stands after it whenever the verdict differs from that state (the state
+    # changes only to the verdict), so those checks are `evidence_for(state, point)`'s too
+    last: tuple[str, _Checks] | None = None
     # scrapes since the state last came back to healthy from a queue verdict (None: it has not)
     calm_n: int | None = None
 
@@ -501,8 +533,13 @@ class _Tracker:
             self.n, self.state, self.since, self.cand, self.cand_n = 0, V.UNKNOWN, None, None, 0
             self.calm_n = None
         p = make_point(scrape, m, list(self.tail), self.t, self.rate_s)
-        if self.tail and self.tail[-1].m is not _NO_METRICS:  # (empty after an outage)
-            self.tail[-1] = with_metrics(self.tail[-1], _NO_METRICS)
+        if self.tail:  # (empty after an outage)
+            # A point's metrics are read only by its own classification (made below, kept in
+            # `last`), never once it has been: the older point lets them go in place (a copy
+            # of its 45 fields cost more than the rest of this step). A tracker copied with
+            # its tail (export_state, a cloned Monitor) shares these points, and lets the same
+            # point's metrics go the same way when it moves past it.
+            self.tail[-1].m = _NO_METRICS
         self.tail.append(p)
         self.last_point = point_tuple
         self.n += 1
@@ -511,8 +548,10 @@ class _Tracker:
                 self.since = ts
             self.last = None
             return
-        v, ev, miss = classify(p, self.t, self.state)
-        self.last = (v, ev, miss)
+        v, checks = _assess(p, self.t, self.state)
+        # its evidence is ordered when asked for (diagnose): for this verdict, or for the one
+        # the state holds while `v` is pending, from these same checks (see `last`)
+        self.last = (v, checks)
         if v == V.HEALTHY and self.state in _TROUBLE and _queued(p, self.t):
             # never down to healthy with requests still waiting: the trouble verdict holds until
             # the queue clears or the verdict that explains it (a cap, an overload) is established
@@ -563,8 +602,9 @@ def _tracker(h: ReplicaHistory, now: float, t: Thresholds) -> _Tracker:
     if tr is not None and (tr.t is t or tr.t == t) and tr.last_point is not None:
         last_ts = tr.last_point[0]
         idx = None
-        for i in range(len(pts) - 1, -1, -1):  # the last consumed point, searched from the right
-            p = pts[i]
+        n = len(pts)
+        for k, p in enumerate(reversed(pts)):  # the last consumed point, searched from the right
+            i = n - 1 - k
             # by identity while it is one of the newest objects; packed points (a batch of many
             # points at once) come back as equal copies: the same time in the same history
             if p is tr.last_point or (p[0] == last_ts and p == tr.last_point):
@@ -633,10 +673,12 @@ def diagnose(h: ReplicaHistory, now: float, t: Thresholds | None = None) -> Find
     if state == V.UNKNOWN or last is None or point is None:
         need = max(t.min_points, 2)
         return Finding(V.UNKNOWN, (), since=since, summary=f"collecting ({min(n, need)}/{need} scrapes)")
-    v, ev, miss = last
+    v, checks = last
+    # (the checks were made with `state` as the previous verdict whenever v != state: they are
+    # `evidence_for(state, point, t)`'s, not judged a second time)
+    ev, miss = _ordered(state, checks), checks.missing
     if v != state:
         # held by hysteresis: show the held verdict's case as it stands now, and what is pending
-        ev, miss = evidence_for(state, point, t)
         pend = Evidence("pending", v, t.sustain_points, "info", False,
                         f"pending: {v} ({cand_n}/{_need(state, v, t, tr.calm_n)} scrapes)")
         ev = [*ev, pend]

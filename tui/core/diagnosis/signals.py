@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import operator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from ..model import GpuSample, ReplicaMetrics, Scrape, counter_step
 from ..signal_windows import RATE_WINDOW_S
@@ -25,9 +24,10 @@ _PROGRESS = ("generation_tokens", "prompt_tokens")
 
 @dataclass(slots=True)
 class Point:
-    """The signals of one scrape. Treated as immutable (never assigned to once made), but not
-    frozen: a frozen dataclass's __init__ sets each of its 45 fields through object.__setattr__
-    (7 us per point, two points per replica per refresh), a plain one in under 1 us."""
+    """The signals of one scrape. Treated as immutable (never assigned to once made, but for
+    its `m`, let go once the point has been classified: rules._Tracker), but not frozen: a
+    frozen dataclass's __init__ sets each of its 45 fields through object.__setattr__ (7 us
+    per point, two points per replica per refresh), a plain one in under 1 us."""
 
     ts: float
     kv: float | None
@@ -89,21 +89,11 @@ class Point:
         return (self.wcap or 0.0) + (self.wdef or 0.0)
 
 
-_FIELDS = tuple(f.name for f in fields(Point))
-_M = _FIELDS.index("m")
-_ALL = operator.attrgetter(*_FIELDS)
-
-
-def with_metrics(p: Point, m: ReplicaMetrics) -> Point:
-    """`dataclasses.replace(p, m=m)`, without replace's per-call field walk."""
-    vals = list(_ALL(p))
-    vals[_M] = m
-    return Point(*vals)
-
-
 def _delta(now: float | None, prev: float | None) -> float | None:
     if now is None or prev is None:
         return None
+    if now >= prev:  # counter_step's first case, without its call
+        return now - prev
     return counter_step(prev, now)[0]  # a restart: everything since it; a small step back: nothing
 
 

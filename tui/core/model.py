@@ -49,7 +49,7 @@ def slot_init(cls: type[_C]) -> type[_C]:
     exec(f"def __init__(self, {', '.join(params)}):\n    " + "\n    ".join(body or ["pass"]), ns)  # noqa: S102
     init: Callable[..., None] = ns["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    cls.__init__ = init  # type: ignore[misc]
+    cls.__init__ = init  # type: ignore[method-assign]
     return cls
 
 

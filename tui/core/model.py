@@ -119,17 +119,24 @@ class Histogram:
         prev_bound, prev_count = 0.0, 0.0
         for bound, cum in zip(self.bounds, self.counts, strict=True):
             if cum >= rank:
-                if math.isinf(bound):
-                    # as Prometheus, the highest finite bound, marked: the true value is above it
-                    return AtLeast(prev_bound)
-                if cum == prev_count:
-                    return bound
-                return prev_bound + (bound - prev_bound) * (rank - prev_count) / (cum - prev_count)
+                return in_bucket(prev_bound, prev_count, bound, cum, rank)
             prev_bound, prev_count = bound, cum
         return prev_bound
 
     def mean(self) -> float | None:
         return self.sum / self.count if self.count > 0 else None
+
+
+def in_bucket(prev_bound: float, prev_count: float, bound: float, count: float, rank: float) -> float:
+    """Prometheus' histogram_quantile inside the bucket (prev_bound, bound] whose cumulative
+    count first reaches `rank`: linear interpolation; in the +Inf bucket the highest finite
+    bound, marked AtLeast (the true value is above it). Histogram.quantile and the history's
+    window quantiles (pointlog.py) all place a quantile here."""
+    if math.isinf(bound):
+        return AtLeast(prev_bound)
+    if count == prev_count:
+        return bound
+    return prev_bound + (bound - prev_bound) * (rank - prev_count) / (count - prev_count)
 
 
 @dataclass(frozen=True, slots=True)

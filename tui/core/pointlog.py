@@ -38,7 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, SupportsIndex
 
-from .model import AtLeast, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape
+from .model import AtLeast, EngineSample, Histogram, ReplicaMetrics, Sample, Scrape, in_bucket
 
 Point = tuple[float, ReplicaMetrics]
 _NAMES = tuple(f.name for f in fields(ReplicaMetrics))
@@ -61,7 +61,6 @@ _VSTRIDE = len(_PACKED) + 2
 WINDOW_HISTS = ("ttft", "itl", "e2e", "queue_time", "prompt_len", "gen_len", "max_tokens")
 LOOKBACK_HISTS = ("ttft", "itl", "prompt_len", "gen_len", "max_tokens")  # triage, runbook, capacity
 _NAN = float("nan")
-isinf = math.isinf
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,13 +276,7 @@ def delta_quantiles(newest: Histogram, packed: Packed | None, name: str,
         if cum is None:
             c = c if c > 0.0 else 0.0
         while c >= rank:
-            # as Histogram.quantile: in the +Inf bucket, at least the highest finite bound
-            if isinf(bound):
-                out.append(AtLeast(prev_bound))
-            elif c == prev_count:
-                out.append(bound)
-            else:
-                out.append(prev_bound + (bound - prev_bound) * (rank - prev_count) / (c - prev_count))
+            out.append(in_bucket(prev_bound, prev_count, bound, c, rank))
             k += 1
             if k == nq:
                 return out
@@ -349,15 +342,8 @@ def window_quantiles(newest: Packed | None, base: Packed | None, hists: Mapping[
             if i == n:
                 out.append(bounds[-1])
                 continue
-            bound, c = bounds[i], seg[i]
             prev_bound, prev_count = (bounds[i - 1], seg[i - 1]) if i else (0.0, 0.0)
-            # as Histogram.quantile: in the +Inf bucket, at least the highest finite bound
-            if isinf(bound):
-                out.append(AtLeast(prev_bound))
-            elif c == prev_count:
-                out.append(bound)
-            else:
-                out.append(prev_bound + (bound - prev_bound) * (rank - prev_count) / (c - prev_count))
+            out.append(in_bucket(prev_bound, prev_count, bounds[i], seg[i], rank))
     return out
 
 

@@ -53,3 +53,22 @@ class FormInput(StyledWhenMounted, Input):
 
 class FormButton(StyledWhenMounted, Button):
     pass
+
+
+class StyledOnOpening:
+    """A screen not restyled on its first resume. Textual restyles a screen's whole tree on
+    every resume (for a theme changed while it was covered); the first resume follows the push
+    at once, the widgets styled as they were mounted a moment before (a second pass: ~1.5 ms of
+    the detail's opening, ~5 ms of the edit form's 35 widgets). Later resumes restyle as before."""
+
+    _resumed = False
+
+    def _on_screen_resume(self, event: events.ScreenResume) -> None:
+        if not self._resumed:
+            self._resumed = True
+            event.refresh_styles = False
+            self.first_resume()
+        super()._on_screen_resume(event)  # type: ignore[misc]
+
+    def first_resume(self) -> None:
+        """What the screen does once, on that first resume."""

@@ -8,7 +8,6 @@ too small to read (80x24), the same series are shown as numbers: now, min and ma
 from __future__ import annotations
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 import time
 from typing import TYPE_CHECKING, Sequence
@@ -25,6 +24,7 @@ from widgets.fast_plot import FastPlot
 from widgets.footer import KvFooter
 from widgets.format import ago, asciify, num, pct, rate, secs
 from widgets import undrawn
+from widgets.quiet import StyledOnOpening
 from widgets.verdict import colour_var, label
 
 from .triage import open_diagnosis
@@ -101,7 +101,7 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
     return t
 
 
-class DetailScreen(Screen):
+class DetailScreen(StyledOnOpening, Screen):
     app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("detail")  # tui/actions.py: back, then t / g / c of this replica
     DEFAULT_CSS = """
@@ -121,7 +121,6 @@ class DetailScreen(Screen):
         self.gone_since: float | None = None  # the state time of the first refresh without it
         self.frozen_at: float | None = None  # the plots' time axis ends here (gone)
         self._pts: Sequence[tuple[float, ReplicaMetrics]] = []
-        self._resumed = False
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="-undrawn"):
@@ -135,15 +134,6 @@ class DetailScreen(Screen):
     def on_mount(self) -> None:
         undrawn.leave_out(self)
         self.show_state(self.app.monitor.state)
-
-    def _on_screen_resume(self, event: events.ScreenResume) -> None:
-        # Textual restyles a screen's whole tree on every resume (for a theme changed while it
-        # was covered); the first follows the push at once, the widgets styled as they were
-        # mounted a moment before (~1.5 ms of the opening)
-        if not self._resumed:
-            self._resumed = True
-            event.refresh_styles = False
-        super()._on_screen_resume(event)
 
     def action_full_labels(self) -> None:
         self.full_labels = not self.full_labels

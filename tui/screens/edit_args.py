@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -30,7 +30,7 @@ from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
 from widgets.field_row import INPUT_W, FieldRow
 from widgets.footer import KvFooter
-from widgets.quiet import FormButton, FormInput
+from widgets.quiet import FormButton, FormInput, StyledOnOpening
 from widgets import undrawn
 from widgets.format import num, pct, rate
 
@@ -46,7 +46,7 @@ def _field_id(name: str) -> str:
     return "f-" + name
 
 
-class EditArgsScreen(Screen):
+class EditArgsScreen(StyledOnOpening, Screen):
     app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("editargs")  # tui/actions.py: cancel, review, reset, presets
     # Focus goes to the first field once the Deployment is read (_fill). Textual's auto-focus
@@ -91,7 +91,6 @@ class EditArgsScreen(Screen):
         self.load_error: str | None = None
         self.busy = False
         self.done = False  # applied: the screen has been replaced by the rollout view
-        self._resumed = False
         # the form's widgets by field, kept as built (a query walks the whole form: validating
         # it looked up 18 of them, a tenth of an opening)
         self._boxes: dict[str, Input] = {}
@@ -202,16 +201,9 @@ class EditArgsScreen(Screen):
         self.query_one("#edit-fields").mount(line, after=above if above is not None else self._rows[name])
         return line
 
-    def _on_screen_resume(self, event: events.ScreenResume) -> None:
-        # Textual restyles a screen's whole tree on every resume (for a theme changed while it
-        # was covered). The first resume follows the push at once: the ~35 widgets were styled
-        # as they were mounted a moment before, and a second pass costs ~5 ms.
-        if not self._resumed:
-            self._resumed = True
-            event.refresh_styles = False
-            if self.cmd is None:  # still reading: the fields look disabled until filled
-                self._set_fields_disabled(True)
-        super()._on_screen_resume(event)
+    def first_resume(self) -> None:
+        if self.cmd is None:  # still reading: the fields look disabled until filled
+            self._set_fields_disabled(True)
 
     def _set_fields_disabled(self, disabled: bool) -> None:
         """The fields are built enabled but out of reach (not focusable) until the Deployment is

@@ -8,12 +8,18 @@ when it arrives) and appends those of 20 ms or more as `end (monotonic s)  durat
 KVWATCH_BENCH_MEMTRACE=FILE: every 15 s, from a thread, appends `monotonic s`, RSS, Python's
 allocated blocks and glibc's heap (arena / in use / free, KiB, from mallinfo2); every fourth
 line also the object types whose counts changed most since the last such line (this walks all
-objects once a minute: a little CPU, and it may itself move the allocation pattern)."""
+objects once a minute: a little CPU, and it may itself move the allocation pattern).
+
+KVWATCH_BENCH_GCTRACE=FILE: every garbage collection of 5 ms or more, as `end (monotonic s)
+generation  duration (ms)  objects in the young generation's list when it began  gen-0 count
+then  collected`: the count is what triggers a collection, the list's length what it costs
+(listing it is itself O(n): a diagnosis, not a figure)."""
 
 import os
 
 _LAG = os.environ.get("KVWATCH_BENCH_LOOPLAG")
 _MEM = os.environ.get("KVWATCH_BENCH_MEMTRACE")
+_GC = os.environ.get("KVWATCH_BENCH_GCTRACE")
 
 if _LAG:
     import asyncio.events
@@ -83,3 +89,23 @@ if _MEM:
             out.write(line + "\n")
 
     threading.Thread(target=_trace, args=(_MEM,), daemon=True, name="bench-memtrace").start()
+
+if _GC:
+    import gc as _gc
+    import time as _time
+
+    _gc_out = open(_GC, "a", buffering=1)  # noqa: SIM115
+    _began: list = []
+
+    def _on_gc(phase: str, info: dict) -> None:
+        if phase == "start":
+            young = len(_gc.get_objects(0)) if info["generation"] == 0 else -1
+            _began[:] = [_time.monotonic(), young, _gc.get_count()[0]]
+            return
+        if _began:
+            t0, young, count = _began
+            d = _time.monotonic() - t0
+            if d >= 0.005:
+                _gc_out.write(f"{t0 + d:.4f} {info['generation']} {d * 1e3:.1f} {young} {count} {info['collected']}\n")
+
+    _gc.callbacks.append(_on_gc)

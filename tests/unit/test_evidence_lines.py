@@ -40,3 +40,32 @@ def test_the_detail_screen_says_the_window_of_its_rate():
         state = mon.ingest([s])
     text = evidence_text(state.replicas[0], state.ts, {}, rate_s=mon.windows.rate_s).plain
     assert "preempt 0.6/s (30 s)" in text, text
+
+
+def test_the_api_server_cpu_says_its_window_where_it_is_shown():
+    # The detail screen showed "API server CPU 0.07 cores (not >= 0.85 cores)" in the evidence
+    # (the last interval's rate, which the diagnosis judges) and "CPU 0.08 cores" below it (the
+    # history's 30 s rate), neither saying which: one label, two numbers.
+    from tui.core.monitor import Monitor
+    from tui.screens.detail import evidence_text
+
+    # CPU seconds grow by 0.5 a second, then by 0.1 in the last interval
+    cpu = [0.5 * 5 * i for i in range(7)] + [0.5 * 5 * 6 + 0.1 * 5]
+    scr = series(8, kv=0.5, cpu=lambda i: cpu[i], waiting=0.0, running=3.0)
+    mon = Monitor()
+    for s in scr:
+        state = mon.ingest([s])
+    v = state.replicas[0]
+    text = evidence_text(v, state.ts, {}, rate_s=mon.windows.rate_s).plain
+    ev = next(line for line in text.splitlines() if "API server CPU" in line)
+    assert "0.10 cores" in ev and "last interval" in ev, ev
+    assert f"CPU {v.metrics.cpu_cores:.2f} cores (30 s)" in text, text
+    assert f"{v.metrics.cpu_cores:.2f}" != "0.10"  # the two windows do differ here
+
+
+def test_engine_progress_is_written_with_what_it_counts_and_thousands_separated():
+    # "engine progress 60730 tokens/steps": a sum of prompt and generated tokens and engine steps
+    scr = series(4, kv=0.5, waiting=0.0, running=3.0, gen=lambda i: 30_000.0 * i, prompt=lambda i: 30_000.0 * i)
+    f = diagnose(history_of(scr), scr[-1].ts, T)
+    line = next(t for t in _texts(f) if t.startswith("engine progress"))
+    assert line == "engine progress 60,000 (tokens + steps) in the last interval", line

@@ -88,7 +88,7 @@ def evidence_text(v: ReplicaView, now: float, pal: dict[str, str], ascii: bool =
     t.append(
         f"KV {pct(m.kv_usage, 100)}  waiting {num(m.waiting)}  running {num(m.running)}  "
         f"batch p95 {num(m.batch_p95)}  preempt {rate(m.preemptions_per_s)}/s ({window_text(rate_s)})  "
-        f"GPU mem {pct(m.gpu_memory_pct)} util {pct(m.gpu_util_pct)}  CPU {num(m.cpu_cores, 2)} cores\n"
+        f"GPU mem {pct(m.gpu_memory_pct)} util {pct(m.gpu_util_pct)}  CPU {num(m.cpu_cores, 2)} cores ({window_text(rate_s)})\n"
         f"TTFT p50/p95/p99 {secs(m.ttft_p50_s)}/{secs(m.ttft_p95_s)}/{secs(m.ttft_p99_s)}  "
         f"ITL p95 {secs(m.itl_p95_s)}  e2e p95 {secs(m.e2e_p95_s)}  queue p95 {secs(m.queue_p95_s)}  "
         f"gen {num(m.gen_tokens_per_s)} tok/s  prompt p95 {num(m.prompt_len_p95)} tok", style=dim

@@ -249,7 +249,7 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         c.add("progress", Evidence(
             "stalled_intervals", p.stall_run, t.stall_points, ">=", p.stall_run >= t.stall_points,
             f"no engine progress for {p.stall_run} interval(s) with {_fmt(p.in_flight)} in flight"
-            if p.stall_run else f"engine progress {_fmt(p.progress)} tokens/steps in the last interval"))
+            if p.stall_run else f"engine progress {p.progress:,.0f} (tokens + steps) in the last interval"))
     stalled_tokens = p.stall_run >= (1 if prev == V.STALLED else t.stall_points)
     advancing = p.progress is not None and p.progress > 0
     # a stall needs generation that does not advance: a deferred queue beside a generating engine
@@ -335,8 +335,9 @@ def _assess(p: Point, t: Thresholds, prev: str | None) -> tuple[str, _Checks]:
         c.add("util", cmp("gpu_util_pct", "GPU util", util, "<", t.gpu_util_low_pct, "%"))
         c.add("util_high", cmp("gpu_util_pct", "GPU util (median of 3 scrapes)", util_w, ">=",
                                util_thr, "%"))
-    e_cpu = c.add("cpu", cmp("cpu_cores", "API server CPU", p.cpu_cores, ">=", t.cpu_saturated_cores,
-                             " cores"))
+    # the last interval's rate (an onset is seen at once); the screens' "CPU" is the 30 s one
+    e_cpu = c.add("cpu", cmp("cpu_cores", "API server CPU (last interval)", p.cpu_cores, ">=",
+                             t.cpu_saturated_cores, " cores"))
     cpu_sat = e_cpu.crossed
     batch = p.m.batch_p95
     batch_ok = batch is not None and batch > t.batch_collapse

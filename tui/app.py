@@ -38,6 +38,7 @@ from .cli_conventions import default_screenshot_dir
 from .bindings import checked_keymap
 from .gate import Gate
 from .keyhold import KeyHold, KeysReady
+from widgets import style_memo
 from widgets.flash import Flash, FlashBar
 from .palette import KvwatchCommands
 from .replay_controls import ReplayControls
@@ -137,6 +138,7 @@ class KvwatchApp(App):
         self.keyhold = KeyHold(self.set_timer, lambda n: self.notify(
             f"{n} key(s) typed for a prompt that did not open were dropped", severity="warning", timeout=4))
         self.collector_hold = CollectorHold()  # no collection inside a screen's opening
+        self.style_memo = style_memo.install(self.stylesheet)  # each opening's widgets styled as before
         self._hold_timer: Timer | None = None
         # set while no screen is opening: a refresh starts only then (poll_loop)
         self._not_opening = asyncio.Event()

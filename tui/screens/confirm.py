@@ -21,6 +21,7 @@ from textual.widgets import Button, Input, Static
 from tui.core.cluster.base import ActionPlan, ActionResult, Cluster, ClusterError
 from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
+from widgets.tint import TintedOnce
 
 if TYPE_CHECKING:
     from tui.app import KvwatchApp
@@ -64,7 +65,7 @@ def preflight_text(plan: ActionPlan) -> Text:
     return t
 
 
-class ConfirmScreen(ModalScreen[bool]):
+class ConfirmScreen(TintedOnce, ModalScreen[bool]):
     """Returns True when confirmed; `typed_name` holds what was typed (production contexts)."""
 
     app: KvwatchApp  # the running app, typed (textual types it App[Any])

@@ -16,6 +16,8 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from widgets.tint import TintedOnce
+
 from tui.actions import APP, actions_for, bindings, keys_text, scope_of
 from tui.keyhold import PromptInput
 
@@ -46,7 +48,7 @@ class RenderedOnce:
             yield new_line
 
 
-class HelpScreen(ModalScreen):
+class HelpScreen(TintedOnce, ModalScreen):
     app: KvwatchApp  # the running app, typed (textual types it App[Any])
     BINDINGS = bindings("help")
     DEFAULT_CSS = """

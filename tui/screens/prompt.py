@@ -13,10 +13,12 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from widgets.tint import TintedOnce
+
 from tui.keyhold import PromptInput
 
 
-class PromptScreen(ModalScreen[str | None]):
+class PromptScreen(TintedOnce, ModalScreen[str | None]):
     BINDINGS = bindings("prompt")
     DEFAULT_CSS = """
     PromptScreen { align: center bottom; }

@@ -11,6 +11,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Static
 
+from widgets.tint import TintedOnce
+
 from tui.core.replay import SEEK_HELP, parse_seek
 from tui.core.sources.replay import ReplaySource
 
@@ -19,7 +21,7 @@ def _clock(ts: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-class SeekScreen(ModalScreen[float | None]):
+class SeekScreen(TintedOnce, ModalScreen[float | None]):
     """Returns the recording time to go to, or None when cancelled."""
 
     BINDINGS = bindings("seek")

@@ -19,7 +19,7 @@ from textual.color import Color
 from textual.renderables.background_screen import BackgroundScreen
 
 MAX_TINTS = 4096  # styles remembered before starting again (a theme change makes new ones)
-_tints: dict[tuple[Style | None, Color], Style] = {}
+_tints: dict[tuple[Style | None, Color], Style | None] = {}
 
 
 def tinted(segments: Iterable[Segment], color: Color) -> Iterable[Segment]:
@@ -50,7 +50,7 @@ class TintedOnce:
     """For a Screen with a translucent background: the screen under it drawn as Textual draws
     it (Screen.render), with each style's tint computed once."""
 
-    def render(self):  # type: ignore[no-untyped-def]
+    def render(self):
         drawn = super().render()  # type: ignore[misc]
         if type(drawn) is BackgroundScreen:
             return MemoTint(drawn.screen, drawn.color)

@@ -479,34 +479,3 @@ async def test_the_edit_form_draws_its_fields_first_and_the_rest_right_after():
         assert len(list(form.walk_children())) == 35
         assert [w.id for w in form.focus_chain] == FORM_FOCUS_ORDER
         assert form.focused is form.query_one("#f-max-num-seqs")
-
-
-async def test_an_edit_form_closed_before_the_rest_is_mounted_closes_cleanly():
-    """Escape in the moment between the form's first frame and the mounting of its presets,
-    diff and buttons: the form closes, and the app goes on."""
-    from tui.screens.edit_args import EditArgsScreen
-
-    app = _app_with_cluster()
-    async with app.run_test(size=(160, 45)) as pilot:
-        await prime(pilot, 3)
-        fleet_screen = app.screen
-        for _ in range(3):
-            form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
-            display = app._display
-
-            def closing(screen, renderable, form=form, display=display) -> None:
-                display(screen, renderable)
-                if screen is form and renderable is not None and not form.whole and app.screen is form:
-                    app.pop_screen()  # right after the first frame, before the rest
-
-            app._display = closing
-            await app.push_screen(form)
-            await _until(pilot, lambda: app.screen is fleet_screen)
-            app._display = display
-            for _ in range(5):
-                await pilot.pause()
-        await pilot.press("question_mark")  # the app still takes keys
-        from tui.screens.help import HelpScreen
-
-        await _until(pilot, lambda: isinstance(app.screen, HelpScreen))
-    assert app._exception is None

@@ -203,8 +203,6 @@ class EditArgsScreen(StyledOnOpening, Screen):
         the places the form composed for it: the same widgets in the same order as when they
         were composed with the fields (the keyboard's order too). The first frame, with the
         flags and their values, builds 24 widgets, not 35."""
-        if not self.is_attached:  # closed at once
-            return
         with self.app.batch_update():
             await asyncio.gather(*(self.query_one(where).mount_all(widgets) for where, widgets in self._rest))
             undrawn.leave_out(self)

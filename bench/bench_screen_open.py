@@ -14,8 +14,6 @@ times from the fleet screen and closed again.
 at a moment when its content is set: the detail's evidence and its plots (or their numbers),
 the diagnosis body of the view asked for, the help table, the edit form's fields read from the
 Deployment (or the reason it cannot be), and the footer's keys on every screen that has one.
-The edit form draws its fields first and its presets, diff and buttons right after: "edit form,
-whole" is the time to the first frame with all of them.
 A placeholder ("reading...", an empty footer) does not count. After each open, once it has
 settled, the screen's text is checked for what the open was to show (the replica's name, the
 footer's "Help"), so a predicate that lied would stop the run. The time is wall-clock (what
@@ -112,16 +110,14 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
     fleet = SimFleet("long-prompts", replicas=2, seed=3, start_time=1.75e9)
     cluster = SimCluster(fleet, audit=AuditLog(Path(tempfile.mkdtemp()) / "audit.jsonl"), load_delay_s=60)
     app.cluster = cluster
-    frames: list[tuple[float, float, object, bool, float, bool]] = []  # (wall, cpu, screen, content set, gc s, whole)
+    frames: list[tuple[float, float, object, bool, float]] = []  # (wall, cpu, screen, content set, gc s)
     ready_now = [lambda screen: False]
-    whole_now = [lambda screen: False]
     display = app._display
 
     def recording_display(screen, renderable) -> None:
         display(screen, renderable)
         if renderable is not None:
-            frames.append((time.perf_counter(), time.thread_time(), screen, ready_now[0](screen), gc_s[0],
-                           whole_now[0](screen)))
+            frames.append((time.perf_counter(), time.thread_time(), screen, ready_now[0](screen), gc_s[0]))
 
     app._display = recording_display  # every frame the terminal would get
 
@@ -150,29 +146,23 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
 
         profiler = cProfile.Profile()
 
-    async def timed(pilot, label: str, go, ready, expect: tuple[str, ...], whole=None) -> None:
-        """`whole`: a screen that draws its content first and the rest right after it (the edit
-        form) is also timed to the first frame with all of it, as "<label>, whole"."""
+    async def timed(pilot, label: str, go, ready, expect: tuple[str, ...]) -> None:
         frames.clear()
         ready_now[0] = ready
-        whole_now[0] = whole or (lambda s: False)
         prof = profiler if profiler is not None and only and only in label else None
         if prof is not None:
             prof.enable()
         t0, c0, g0 = time.perf_counter(), time.thread_time(), gc_s[0]
         await go()
         end = t0 + 20.0
-        while not any(f[3] for f in frames) or (whole is not None and not any(f[5] for f in frames)):
+        while not any(f[3] for f in frames):
             if time.perf_counter() > end:
                 raise TimeoutError(f"{label}: no frame with the content")
             await pilot.pause()
         if prof is not None:
             prof.disable()
-        wall, cpu, screen, _, gc_at, _ = next(f for f in frames if f[3])
-        if whole is not None:
-            w_wall, w_cpu, _, _, w_gc, _ = next(f for f in frames if f[5])
-            out.setdefault(label + ", whole", []).append((w_wall - t0, w_cpu - c0, w_gc - g0))
-        ready_now[0] = whole_now[0] = lambda s: False
+        wall, cpu, screen, _, gc_at = next(f for f in frames if f[3])
+        ready_now[0] = lambda s: False
         await pilot.pause()
         text = _screen_text(app)
         missing = [e for e in expect if e not in text]
@@ -206,17 +196,10 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
             return isinstance(s, EditArgsScreen) and (s.cmd is not None or s.load_error is not None) \
                 and _footer_ready(s)
 
-        def form_whole(s) -> bool:  # and the presets, the diff and the buttons drawn (mounted after)
-            if not form_ready(s) or not s.query("#edit-apply"):
-                return False
-            visible = s._compositor.visible_widgets
-            return all(w in visible for w in s.query("#edit-presets Button, #edit-diff, #edit-apply"))
-
         for _ in range(reps if only in "edit form (e)" else 0):
             async def push() -> None:
                 await app.push_screen(EditArgsScreen(cluster, fleet.namespace, "llama-8b"))
-            await timed(pilot, "edit form (e)", push, form_ready, ("--max-num-seqs", "esc Cancel", "Review", "f3 seqs"),
-                        whole=form_whole)
+            await timed(pilot, "edit form (e)", push, form_ready, ("--max-num-seqs", "esc Cancel"))
             app.pop_screen()
             while app.screen is not fleet_screen:
                 await pilot.pause()

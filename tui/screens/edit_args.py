@@ -10,7 +10,6 @@ with the new state.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
@@ -18,7 +17,6 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widget import Widget
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Static
 
@@ -98,14 +96,6 @@ class EditArgsScreen(StyledOnOpening, Screen):
         self._boxes: dict[str, Input] = {}
         self._rows: dict[str, FieldRow] = {}
         self._lines: dict[str, Static] = {}  # "nb-<field>" / "e-<field>": the lines below a row (_below)
-        # built with the form, mounted right after its first frame (_mount_rest); kept here so
-        # that filling and validating the form need not wait for them
-        self._presets_btns: dict[str, Button] = {}
-        self._diff = DiffView(None, id="edit-diff")
-        self._notes = Static("", id="edit-notes")
-        self._apply_btn: Button = FormButton("Review & apply (f8)", id="edit-apply", variant="warning", compact=True,
-                                             disabled=True)
-        self._rest: list[tuple[str, list[Widget]]] = []  # (container's id, what it gets) until mounted
 
     # -- context from the live fleet ----------------------------------------------------------
     def _view(self) -> ReplicaView | None:
@@ -181,37 +171,17 @@ class EditArgsScreen(StyledOnOpening, Screen):
                     yield row
                     # below the row, mounted when first needed (_below): the help when too narrow
                     # for it beside the field (80x24), then the field's error
-                # the presets, the diff and the buttons: mounted right after the first frame
-                yield Grid(id="edit-presets", classes="-undrawn")
-            yield Vertical(id="edit-side", classes="-undrawn")
+                with Grid(id="edit-presets", classes="-undrawn"):
+                    for p, _, key, preset_label in self._presets():
+                        yield FormButton(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
+            with Vertical(id="edit-side", classes="-undrawn"):
+                with VerticalScroll(id="edit-diff-box"):
+                    yield DiffView(self.app.palette() if hasattr(self.app, "palette") else None, id="edit-diff")
+                yield Static("", id="edit-notes")
+                with Horizontal(id="edit-actions", classes="-undrawn"):
+                    yield FormButton("Cancel", id="edit-cancel", compact=True)
+                    yield FormButton("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
-        for p, _, key, preset_label in self._presets():
-            self._presets_btns[p] = FormButton(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
-        self._diff.palette = self.app.palette() if hasattr(self.app, "palette") else None
-        self._rest = [("#edit-presets", list(self._presets_btns.values())),
-                      ("#edit-side", [VerticalScroll(self._diff, id="edit-diff-box"), self._notes,
-                                      Horizontal(FormButton("Cancel", id="edit-cancel", compact=True), self._apply_btn,
-                                                 id="edit-actions", classes="-undrawn")])]
-
-    @property
-    def whole(self) -> bool:
-        """The presets, the diff and the buttons are mounted (right after the first frame)."""
-        return not self._rest
-
-    async def _mount_rest(self) -> None:
-        """What the first frame leaves out, mounted in one batch (one layout, one frame), into
-        the places the form composed for it: the same widgets in the same order as when they
-        were composed with the fields (the keyboard's order too). The first frame, with the
-        flags and their values, builds 24 widgets, not 35."""
-        with self.app.batch_update():
-            await asyncio.gather(*(self.query_one(where).mount_all(widgets) for where, widgets in self._rest))
-            undrawn.leave_out(self)
-            self._fit_apply_label()
-            # what was shown in them while they were being mounted (a key pressed meanwhile):
-            # Textual keeps the size measured before it then (a refresh clears it once mounted)
-            for widget in (*self._presets_btns.values(), self._diff, self._notes, self._apply_btn):
-                widget.refresh(layout=True)
-        self._rest = []
 
     def _note_below(self, name: str) -> Static:
         line = self._below("nb", name)
@@ -234,8 +204,6 @@ class EditArgsScreen(StyledOnOpening, Screen):
     def first_resume(self) -> None:
         if self.cmd is None:  # still reading: the fields look disabled until filled
             self._set_fields_disabled(True)
-        # the first frame is drawn by the resume's handler, right after this; then the rest
-        self.call_next(self._mount_rest)
 
     def _set_fields_disabled(self, disabled: bool) -> None:
         """The fields are built enabled but out of reach (not focusable) until the Deployment is
@@ -258,16 +226,10 @@ class EditArgsScreen(StyledOnOpening, Screen):
                 row.set_note(row.note, show=not narrow)
                 if narrow and row.note:
                     self._note_below(name).update(row.note)
-        self._fit_apply_label()
-
-    def _fit_apply_label(self) -> None:
-        """The apply button keeps its key in sight when the side panel is narrow (80 columns):
-        under 34 columns, its padding and the diff box inside it 32. Read from the fields'
-        width (the side panel has the rest of the screen's; an undrawn container is not sized,
-        and the diff box may not be laid out yet)."""
-        fields = self.query_one("#edit-fields")
-        box_w = self.size.width - fields.outer_size.width - 2 if fields.outer_size.width else 0
-        self._apply_btn.label = "Review (f8)" if 0 < box_w < 32 else "Review & apply (f8)"
+        # the apply button keeps its key in sight when the side panel is narrow (80 columns): under
+        # 34 columns, its padding and the diff box inside it 32 (an undrawn container is not sized)
+        box = self.query_one("#edit-diff-box")
+        self.query_one("#edit-apply", Button).label = "Review (f8)" if 0 < box.outer_size.width < 32 else "Review & apply (f8)"
 
     def _title(self) -> Text:
         t = Text(f"edit engine args · {self.kind.lower()}/{clean(self.name_)} -n {clean(self.namespace)}", style="bold")
@@ -287,11 +249,11 @@ class EditArgsScreen(StyledOnOpening, Screen):
     def content_shown(self) -> bool:
         """The form is filled from the Deployment, or says why it cannot be (the app holds the
         collector until a frame shows this: tui/app.py _display)."""
-        return (self.cmd is not None or self.load_error is not None) and self.whole
+        return self.cmd is not None or self.load_error is not None
 
     def on_mount(self) -> None:
         undrawn.leave_out(self)
-        self._diff.show("reading the Deployment...")
+        self.query_one("#edit-diff", DiffView).show("reading the Deployment...")
         self._load()
 
     def show_state(self, state: FleetState) -> None:  # live replica numbers in the title
@@ -299,7 +261,7 @@ class EditArgsScreen(StyledOnOpening, Screen):
         # presets follow the verdict: one that would make it worse is greyed out, with the why
         for p, _key, _label in PRESET_KEYS:
             why = self._preset_refusal(p)
-            btn = self._presets_btns[p]
+            btn = self.query_one(f"#preset-{p.replace('.', '_')}", Button)
             btn.disabled, btn.tooltip = bool(why), why
 
     # -- loading ------------------------------------------------------------------------------
@@ -327,8 +289,8 @@ class EditArgsScreen(StyledOnOpening, Screen):
             self.info, self.container, self.cmd = info, container, cmd
             self._fill()
         if self.load_error:
-            self._diff.show("")
-            self._notes.update(notes_text("cannot edit", [self.load_error], "bold red", "x "))
+            self.query_one("#edit-diff", DiffView).show("")
+            self.query_one("#edit-notes", Static).update(notes_text("cannot edit", [self.load_error], "bold red", "x "))
             if self.cmd is None:
                 self._set_fields_disabled(True)
             if self.focused is None:  # nothing to type into: the keys scroll the (disabled) fields
@@ -419,15 +381,15 @@ class EditArgsScreen(StyledOnOpening, Screen):
         warnings = list(self.cmd.warnings) + list(v.warnings)
         if warnings:
             notes.append(notes_text("warnings", warnings, "yellow"))
-        self._diff.show(self.diff if self.diff else ("fix the errors on the left" if errors else
+        self.query_one("#edit-diff", DiffView).show(self.diff if self.diff else ("fix the errors on the left" if errors else
                                                                                    "no change yet: edit a field or press a preset"))
         joined = Text()
         for i, n in enumerate(notes):
             if i:
                 joined.append("\n")
             joined.append_text(n)
-        self._notes.update(joined)
-        self._apply_btn.disabled = not (self.changes and not errors) or self.busy
+        self.query_one("#edit-notes", Static).update(joined)
+        self.query_one("#edit-apply", Button).disabled = not (self.changes and not errors) or self.busy
 
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
@@ -503,7 +465,7 @@ class EditArgsScreen(StyledOnOpening, Screen):
         from .confirm import confirm_and_apply
 
         self.busy = True
-        self._apply_btn.disabled = True
+        self.query_one("#edit-apply", Button).disabled = True
         try:
             fits, why = self.capacity_fit()
             try:

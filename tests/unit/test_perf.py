@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Iterator
 
 import pytest
 
@@ -34,9 +36,6 @@ print(json.dumps([before, after_free, rss(), len(keep)]))
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(ctypes.CDLL(None), "malloc_trim"),
-                    reason="glibc's malloc_trim")
-
 def _frozen(objs: list) -> bool:
     """Every one of `objs` (tracked containers) frozen: in no generation the collector scans.
     (Not a count of frozen objects: a frozen object that dies leaves the count, which made a
@@ -46,6 +45,42 @@ def _frozen(objs: list) -> bool:
     young = {id(o) for g in range(3) for o in gc.get_objects(generation=g)}
     return not any(id(o) in young for o in objs)
 
+
+@contextlib.contextmanager
+def _young_collections(threshold: int | None = None) -> Iterator[list[int]]:
+    """The generation-0 collections that start inside it, one entry each; with `threshold`, no
+    automatic one meanwhile (only the freezer turns' own count). The collector as it was after."""
+    import gc
+
+    starts: list[int] = []
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start" and info["generation"] == 0:
+            starts.append(1)
+
+    before = gc.get_threshold()
+    if threshold is not None:
+        gc.set_threshold(threshold)
+    gc.callbacks.append(count)
+    try:
+        yield starts
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+async def _turns(f: Any, n: int) -> None:
+    """Until `f` (a FrozenRefreshes keeping on freezing) has taken `n` more turns."""
+    import asyncio
+
+    target = f.turns + n
+    while f.turns < target:
+        await asyncio.sleep(0)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(ctypes.CDLL(None), "malloc_trim"),
+                    reason="glibc's malloc_trim")
 def test_release_memory_hands_the_free_pages_between_live_objects_back_to_the_system():
     # Each refresh allocates and frees a page-sized buffer (~42 KB) per replica among objects
     # that live on: the allocator keeps the freed pages between them (RSS grew ~8 MiB in the
@@ -149,18 +184,11 @@ def test_keep_freezing_frees_cyclic_garbage_before_it_freezes():
 def test_keep_freezing_backs_off_while_the_loop_is_idle():
     # a fixed 5 ms timer woke an idle process 200 times a second (~3% of a core doing nothing)
     import asyncio
-    import gc
 
     from tests.waits import eventually
     from tui.core.perf import FrozenRefreshes
 
-    turns = []
-
-    def count(phase: str, info: dict) -> None:
-        if phase == "start" and info["generation"] == 0:
-            turns.append(1)
-
-    async def main() -> int:
+    async def main(turns: list[int]) -> int:
         f = FrozenRefreshes()
         task = asyncio.ensure_future(f.keep_freezing(every_s=0.005, idle_s=0.2))
         # idle: nothing runs but the freezer (and this poll); a fixed timer never backs off
@@ -168,12 +196,8 @@ def test_keep_freezing_backs_off_while_the_loop_is_idle():
         task.cancel()
         return len(turns)
 
-    gc.callbacks.append(count)
-    try:
-        idle_turns = asyncio.run(main())
-    finally:
-        gc.callbacks.remove(count)
-        gc.unfreeze()
+    with _young_collections() as turns:
+        idle_turns = asyncio.run(main(turns))
     assert idle_turns <= 20, f"{idle_turns} collections before backing off (a 5 ms timer makes ~200 a second)"
 
 
@@ -210,7 +234,6 @@ def test_keep_freezing_stops_collecting_at_each_turn_once_turns_find_no_garbage_
     # --json process's CPU). After a run of clean turns only a sample of turns collects; the
     # first sampled collection that finds garbage brings the collection back to every turn.
     import asyncio
-    import gc
     import weakref
 
     from tui.core.perf import FrozenRefreshes
@@ -218,50 +241,32 @@ def test_keep_freezing_stops_collecting_at_each_turn_once_turns_find_no_garbage_
     class Node:
         pass
 
-    starts: list[int] = []
-
-    def count(phase: str, info: dict) -> None:
-        if phase == "start" and info["generation"] == 0:
-            starts.append(1)
-
-    async def turns(f: FrozenRefreshes, n: int) -> None:
-        target = f.turns + n
-        while f.turns < target:
-            await asyncio.sleep(0)
-
-    async def main() -> None:
+    async def main(starts: list[int]) -> None:
         f = FrozenRefreshes()
         task = asyncio.ensure_future(f.keep_freezing(every_s=0.0))
         try:
             clean, every = f.CLEAN_TURNS, f.SAMPLE_EVERY
-            await turns(f, clean + 2)  # as many clean turns in a row, each with its collection
+            await _turns(f, clean + 2)  # as many clean turns in a row, each with its collection
             starts.clear()
-            await turns(f, 40 * every)
+            await _turns(f, 40 * every)
             assert len(starts) <= 40 + 2, f"{len(starts)} collections in {40 * every} clean turns"
             # garbage made just before a sampled turn is found there, and every turn collects again
             while (f.turns + 1) % every:
-                await turns(f, 1)
+                await _turns(f, 1)
             a, b = Node(), Node()
             a.other, b.other = b, a
             gone = weakref.ref(a)
             del a, b
-            await turns(f, 1)
+            await _turns(f, 1)
             assert gone() is None, "the sampled turn's collection did not free the cycle"
             starts.clear()
-            await turns(f, clean // 2)
+            await _turns(f, clean // 2)
             assert len(starts) >= clean // 2, f"{len(starts)} collections in {clean // 2} turns after garbage was found"
         finally:
             task.cancel()
 
-    before = gc.get_threshold()
-    gc.set_threshold(1_000_000)  # no automatic collection meanwhile: only the turns' own count
-    gc.callbacks.append(count)
-    try:
-        asyncio.run(main())
-    finally:
-        gc.callbacks.remove(count)
-        gc.set_threshold(*before)
-        gc.unfreeze()
+    with _young_collections(1_000_000) as starts:
+        asyncio.run(main(starts))
 
 
 def test_a_turn_after_a_burst_of_work_freezes_without_collecting():
@@ -271,24 +276,15 @@ def test_a_turn_after_a_burst_of_work_freezes_without_collecting():
     # collection held the loop 26-48 ms (bench/bench_busy_fleet.py, KVWATCH_BENCH_GCTRACE).
     # Such a turn only freezes; a turn after little work still collects (the test above).
     import asyncio
-    import gc
     import time
 
     from tui.core.perf import FrozenRefreshes
 
-    starts: list[int] = []
-
-    def count(phase: str, info: dict) -> None:
-        if phase == "start" and info["generation"] == 0:
-            starts.append(1)
-
-    async def main() -> tuple[int, bool]:
+    async def main(starts: list[int]) -> tuple[int, bool]:
         f = FrozenRefreshes()
         task = asyncio.ensure_future(f.keep_freezing(every_s=0.0))
         try:
-            target = f.turns + 2
-            while f.turns < target:  # a few turns first: each collects (none has found garbage yet)
-                await asyncio.sleep(0)
+            await _turns(f, 2)  # a few turns first: each collects (none has found garbage yet)
             assert f._clean < f.CLEAN_TURNS
             starts.clear()
             # a burst: one stretch of the loop with much more CPU than a turn's budget
@@ -296,21 +292,12 @@ def test_a_turn_after_a_burst_of_work_freezes_without_collecting():
             kept = []
             while time.process_time() - cpu0 < 3 * f.COLLECT_WITHIN_CPU_S:
                 kept.append([len(kept)])
-            target = f.turns + 1
-            while f.turns < target:
-                await asyncio.sleep(0)
+            await _turns(f, 1)
             return len(starts), _frozen(kept)
         finally:
             task.cancel()
 
-    before = gc.get_threshold()
-    gc.set_threshold(100_000_000)  # no automatic collection meanwhile: only the turns' own count
-    gc.callbacks.append(count)
-    try:
-        collections, frozen = asyncio.run(main())
-    finally:
-        gc.callbacks.remove(count)
-        gc.set_threshold(*before)
-        gc.unfreeze()
+    with _young_collections(100_000_000) as starts:
+        collections, frozen = asyncio.run(main(starts))
     assert collections == 0, "the turn after the burst walked it in a collection"
     assert frozen, "the burst's survivors were not frozen at the turn after it"

@@ -38,7 +38,7 @@ def _first_frames(app) -> list[tuple[object, list[str]]]:
     return frames
 
 
-async def _until(pilot, ok, limit: int = 200) -> None:
+async def _until(pilot, ok, limit: int = 300) -> None:
     for _ in range(limit):
         if ok():
             return

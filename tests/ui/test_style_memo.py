@@ -5,34 +5,14 @@ its component classes included, gets the styles Textual itself gives it."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from textual.css import match as css_match
 from textual.css.stylesheet import Stylesheet
 
-from tests.ui.conftest import make_app, prime
-from tui.core.cluster.audit import AuditLog
-from tui.core.cluster.sim import SimCluster
-from tui.core.sim.fleet import SimFleet
+from tests.ui.conftest import prime
+from tests.ui.test_screen_open import _app_with_cluster, _until
 from tui.screens.detail import DetailScreen
 from tui.screens.help import HelpScreen
 from tui.screens.triage import TriageScreen
-
-
-def _app():
-    app = make_app()
-    fleet = SimFleet("long-prompts", replicas=2, seed=3, start_time=1.75e9)
-    app.cluster = SimCluster(fleet, audit=AuditLog(Path(tempfile.mkdtemp()) / "audit.jsonl"), load_delay_s=60)
-    return app
-
-
-async def _until(pilot, ok, limit: int = 300) -> None:
-    for _ in range(limit):
-        if ok():
-            return
-        await pilot.pause()
-    raise AssertionError("never reached")
 
 
 def _styles(screen) -> list[tuple[str, str, str]]:
@@ -78,7 +58,7 @@ async def _open_each(app, pilot) -> list[tuple[str, list]]:
 
 
 async def test_a_screen_opened_again_matches_no_rule_and_is_styled_as_textual_styles_it(monkeypatch):
-    app = _app()
+    app = _app_with_cluster()
     async with app.run_test(size=(160, 45)) as pilot:
         await prime(pilot, 4)
         first = await _open_each(app, pilot)
@@ -101,7 +81,7 @@ async def test_a_screen_opened_again_matches_no_rule_and_is_styled_as_textual_st
         built = [type(s).__name__ for s in checks if s is not app.screen_stack[0]]
         assert not built, (len(built), sorted(set(built)))
 
-    plain = _app()  # the same screens styled by Textual alone
+    plain = _app_with_cluster()  # the same screens styled by Textual alone
     monkeypatch.setattr(plain.stylesheet, "apply", Stylesheet.apply.__get__(plain.stylesheet))
     monkeypatch.setattr(plain.stylesheet, "replace_rules", Stylesheet.replace_rules)
     async with plain.run_test(size=(160, 45)) as pilot:

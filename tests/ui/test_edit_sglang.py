@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from textual.widgets import Button, Input
+from textual.widgets import Button
 
 from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
 from tests.integration.test_kube_sglang import changed_lines, sglang_deployment
@@ -31,12 +31,12 @@ async def test_the_edit_form_of_an_sglang_replica_offers_sglang_knobs(env: Env) 
         await pilot.press("e")
         form = await until(pilot, lambda: isinstance(app.screen, EditArgsScreen) and app.screen.cmd is not None
                            and app.screen)
-        assert form.query_one("#f-max-running-requests", Input).value == "128"
-        assert form.query_one("#f-mem-fraction-static", Input).value == "0.85"
-        assert not form.query("#f-max-num-seqs")  # vLLM's knob is not offered
+        assert form.value_of("max-running-requests") == "128"
+        assert form.value_of("mem-fraction-static") == "0.85"
+        assert not form.query("#r-max-num-seqs")  # vLLM's knob is not offered
         labels = [str(b.label) for b in form.query("#edit-presets Button").results(Button)]
         assert labels[:2] == ["f2 running -25%", "f3 running -50%"]
         await pilot.press("f3")  # the slot of vLLM's "seqs -50%": SGLang's running -50%
         await pilot.pause()
-        assert form.query_one("#f-max-running-requests", Input).value == "64"
+        assert form.value_of("max-running-requests") == "64"
         assert changed_lines(form.diff) == ["-- 128", "+- 64"]

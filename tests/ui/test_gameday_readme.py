@@ -90,7 +90,7 @@ async def test_the_readme_game_day_ends_recovered(tmp_path) -> None:
         form = await until(pilot, lambda: isinstance(app.screen, EditArgsScreen) and app.screen.cmd and app.screen)
         await pilot.press("f3")
         await pilot.pause()
-        assert form.query_one("#f-max-num-seqs", Input).value == "32"
+        assert form.value_of("max-num-seqs") == "32"
         # confirm the diff, watch the rollout
         await pilot.press("f8")  # review & apply
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
@@ -172,7 +172,7 @@ async def test_under_kv_pressure_the_gmu_presets_are_greyed_out_and_refused(tmp_
         gmu = form.query_one("#preset-gmu-0_7", Button)
         assert gmu.disabled and "shrinks the KV pool" in str(gmu.tooltip)
         assert not form.query_one("#preset-seqs-50", Button).disabled
-        before = form.query_one("#f-gpu-memory-utilization", Input).value
+        before = form.value_of("gpu-memory-utilization")
         await pilot.press("f4")
         await pilot.pause()
-        assert form.query_one("#f-gpu-memory-utilization", Input).value == before  # refused, said why
+        assert form.value_of("gpu-memory-utilization") == before  # refused, said why

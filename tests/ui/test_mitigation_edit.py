@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 
-from textual.widgets import Button, Input, Static
+from textual.widgets import Button, Static
+
+from widgets.field_row import FieldRow
 
 from tests.integration.kube_env import NS, Env, env  # noqa: F401 - fixture
 from tests.ui.kube_app import Pages, kube_app, notes, select, start, until
@@ -34,8 +36,7 @@ async def open_form(pilot, env: Env, src) -> EditArgsScreen:
 
 
 async def set_field(pilot, form: EditArgsScreen, name: str, text: str) -> None:
-    box = form.query_one(f"#f-{name}", Input)
-    box.focus()
+    box = form.edit_field(name)  # the field's Input, made when first edited
     await pilot.pause()
     box.value = ""
     await pilot.press(*list(text))
@@ -53,8 +54,8 @@ async def test_edit_form_validates_applies_presets_and_sends_the_exact_patch(env
     async with app.run_test(size=(120, 36)) as pilot:
         form = await open_form(pilot, env, src)
         # current values as the container runs them; defaults as placeholders
-        assert form.query_one("#f-max-num-seqs", Input).value == "256"
-        assert form.query_one("#f-block-size", Input).value == "" and "16" in form.query_one("#f-block-size", Input).placeholder
+        assert form.value_of("max-num-seqs") == "256"
+        assert form.value_of("block-size") == "" and "16" in form.query_one("#r-block-size", FieldRow).placeholder
         # inline validation errors, and nothing can be applied
         await set_field(pilot, form, "gpu-memory-utilization", "1.5")
         assert "must be > 0 and <= 1" in error_of(form, "gpu-memory-utilization")
@@ -72,7 +73,7 @@ async def test_edit_form_validates_applies_presets_and_sends_the_exact_patch(env
         assert not form.errors and error_of(form, "gpu-memory-utilization") == ""
         await pilot.press("f3")
         await pilot.pause()
-        assert form.query_one("#f-max-num-seqs", Input).value == "128"
+        assert form.value_of("max-num-seqs") == "128"
         assert changed_lines(form.diff) == ["-- 256", "+- 128"]
         await pilot.press("f4")
         await pilot.pause()
@@ -127,8 +128,8 @@ async def test_a_concurrent_change_is_refused_and_the_form_shows_the_new_state(e
         await pilot.press("enter")
         await until(pilot, lambda: any("changed since it was read" in n for n in notes(app)))
         await until(pilot, lambda: isinstance(app.screen, EditArgsScreen)
-                    and form.query_one("#f-max-num-seqs", Input).value == "200")
-        assert form.query_one("#f-enable-chunked-prefill", Input).value == "true"
+                    and form.value_of("max-num-seqs") == "200")
+        assert form.value_of("enable-chunked-prefill") == "true"
         assert any("the form shows its new state" in n for n in notes(app))
         args = env.vllm()["args"]  # nothing the other client wrote is lost
         assert args[args.index("--max-num-seqs") + 1] == "200" and "--enable-chunked-prefill" in args

@@ -9,7 +9,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from textual.widgets import Input
 
 from tests.ui.kube_app import notes, until
 from tui.app import KvwatchApp
@@ -66,10 +65,10 @@ async def test_game_day_long_prompts_edit_rollout_recovery(fleet, tmp_path) -> N
         # 2. mitigate: edit args, the 50% preset, review, confirm
         await pilot.press("e")
         form = await until(pilot, lambda: isinstance(app.screen, EditArgsScreen) and app.screen.cmd and app.screen)
-        assert form.query_one("#f-max-num-seqs", Input).value == "64"
+        assert form.value_of("max-num-seqs") == "64"
         await pilot.press("f3")
         await pilot.pause()
-        assert form.query_one("#f-max-num-seqs", Input).value == "32"
+        assert form.value_of("max-num-seqs") == "32"
         await pilot.press("f8")
         dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmScreen) and app.screen)
         # the pool keeps its size; 32 above what the replica's capacity plan says fits is said

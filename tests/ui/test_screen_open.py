@@ -277,9 +277,9 @@ async def test_the_detail_styles_its_widgets_once_on_opening():
 
 
 async def test_the_edit_form_starts_a_cursor_blink_only_for_the_field_with_focus():
-    """Each Input starts a timer (a task) for its cursor's blink when mounted: nine on opening
-    the form, where one field has the focus. A field's timer starts when it is first focused,
-    and its cursor blinks as an Input's does (the timer running while it has the focus)."""
+    """Each Input starts a timer (a task) for its cursor's blink when mounted. A field's timer
+    starts when it is first focused, and its cursor blinks as an Input's does (the timer running
+    while it has the focus)."""
     from widgets.quiet import FormInput
 
     from tui.screens.edit_args import EditArgsScreen
@@ -291,10 +291,9 @@ async def test_the_edit_form_starts_a_cursor_blink_only_for_the_field_with_focus
         await app.push_screen(form)
         await _until(pilot, lambda: form.cmd is not None and form.focused is not None)
         await pilot.pause()
-        fields = list(form.query(FormInput))
         first = form.query_one("#f-max-num-seqs", FormInput)
-        assert len(fields) >= 9 and form.focused is first
-        assert [f for f in fields if f._blink_timer is not None] == [first]
+        assert form.focused is first
+        assert [f for f in form.query(FormInput) if f._blink_timer is not None] == [first]
         assert first._blink_timer._active.is_set()  # blinking
         await pilot.press("tab")
         await _until(pilot, lambda: form.focused is not first)
@@ -302,7 +301,14 @@ async def test_the_edit_form_starts_a_cursor_blink_only_for_the_field_with_focus
         assert isinstance(second, FormInput)
         await _until(pilot, lambda: second._blink_timer is not None and second._blink_timer._active.is_set())
         await _until(pilot, lambda: not first._blink_timer._active.is_set())  # paused on blur
-        assert [f for f in fields if f._blink_timer is not None] == [first, second]
+        assert [f for f in form.query(FormInput) if f._blink_timer is not None] == [first, second]
+
+
+def _label_style(app, row) -> str:
+    """The style of the first cell of a row as the terminal gets it."""
+    strip = app.screen._compositor.render_strips()[row.region.y]
+    seg = next(s for s in strip.crop(row.region.x + 2, row.region.x + 3) if s.text)
+    return str(seg.style.clear_meta_and_links() if seg.style else "")
 
 
 async def test_an_edit_form_still_reading_shows_its_fields_disabled_then_fills_them():
@@ -326,14 +332,20 @@ async def test_an_edit_form_still_reading_shows_its_fields_disabled_then_fills_t
         form = EditArgsScreen(app.cluster, app.cluster.fleet.namespace, "llama-8b")
         await app.push_screen(form)
         await _until(pilot, lambda: app.screen is form and form._resumed)
-        fields = list(form.query("#edit-fields Input"))
-        assert fields and all(f.disabled for f in fields)
+        rows = list(form.query("#edit-fields FieldRow"))
+        assert len(rows) >= 9 and all(r.disabled for r in rows)
+        await pilot.pause()
+        label = _label_style(app, rows[3])
         await pilot.press("tab", "9")  # nothing takes the keys while reading
         assert form.focused is None or not isinstance(form.focused, Input)
+        await pilot.click(rows[3], offset=(2, 0))  # nor a click on a field
+        assert form.focused is None or not isinstance(form.focused, Input)
+        assert not form.query(f"#{rows[3].id} Input")
         gate.set()
         await _until(pilot, lambda: form.cmd is not None)
         await pilot.pause()
-        assert not any(f.disabled for f in fields)
+        assert not any(r.disabled for r in rows)
+        assert _label_style(app, rows[3]) != label  # drawn dimmed while reading
         assert form.focused is form.query_one("#f-max-num-seqs")
 
 

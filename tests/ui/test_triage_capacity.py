@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import Input
 
 from tests.ui.triage_helpers import TriageSource, app_for, open_on, settle, sim_cluster
-from tui.screens.edit_args import EditArgsScreen, _field_id
+from tui.screens.edit_args import EditArgsScreen
 
 # TriageSource "sized": per poll, prompts 2 in (400, 1000] + 18 in (1000, 2000]; outputs 18 in
 # (100, 400] + 2 in (400, 1000]. Prometheus-style interpolation of the p95:
@@ -69,7 +68,7 @@ async def test_with_the_deployment_args_concurrency_matches_the_v0_log_and_e_pre
             if isinstance(form, EditArgsScreen) and form.cmd is not None:
                 break
         assert isinstance(form, EditArgsScreen)
-        assert form.query_one("#" + _field_id("max-num-seqs"), Input).value == "30"
+        assert form.value_of("max-num-seqs") == "30"
         assert form.changes == {"max-num-seqs": 30}  # validated by the form, not yet applied
         assert "+- 30" in form.diff and "-- 64" in form.diff
         assert f.engine_args(name).max_num_seqs == 64

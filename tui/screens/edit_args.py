@@ -28,9 +28,9 @@ from tui.core.cluster.base import Cluster, ClusterError, DeploymentInfo, EditArg
 from tui.core.model import FleetState, ReplicaView
 from tui.core.textsafe import clean
 from widgets.diff_view import DiffView, notes_text
-from widgets.field_row import INPUT_W, FieldRow
+from widgets.field_row import INPUT_W, FieldEditor, FieldRow
 from widgets.footer import KvFooter
-from widgets.quiet import FormButton, FormInput, StyledOnOpening
+from widgets.quiet import FormButton, StyledOnOpening
 from widgets import undrawn
 from widgets.format import num, pct, rate
 
@@ -91,9 +91,9 @@ class EditArgsScreen(StyledOnOpening, Screen):
         self.load_error: str | None = None
         self.busy = False
         self.done = False  # applied: the screen has been replaced by the rollout view
-        # the form's widgets by field, kept as built (a query walks the whole form: validating
-        # it looked up 18 of them, a tenth of an opening)
-        self._boxes: dict[str, Input] = {}
+        # the form's rows by field, kept as built (a query walks the whole form: validating it
+        # looked up 18 widgets, a tenth of an opening); a row's Input is made when it is first
+        # edited (widgets/field_row.py)
         self._rows: dict[str, FieldRow] = {}
         self._lines: dict[str, Static] = {}  # "nb-<field>" / "e-<field>": the lines below a row (_below)
 
@@ -156,18 +156,13 @@ class EditArgsScreen(StyledOnOpening, Screen):
         yield Static(self._title(), id="edit-title")
         with Horizontal(id="edit-main", classes="-undrawn"):
             with VerticalScroll(id="edit-fields"):
-                label_w = max(len(n) for n in self.engine.editable) + 4
-                for name in self.engine.editable:
-                    spec = self.engine.arg_specs[name]
-                    suggest = None
-                    if spec.kind == "bool":
-                        suggest = SuggestFromList(["true", "false"])
-                    elif spec.kind == "choice":
-                        suggest = SuggestFromList(list(spec.choices))
-                    # longer flags (SGLang's) widen the label column
-                    box = self._boxes[name] = FormInput(
-                        id=_field_id(name), suggester=suggest, select_on_focus=True, compact=True, can_focus=False)
-                    row = self._rows[name] = FieldRow(f"--{name}", max(label_w, LABEL_W), box, classes="row", id=f"r-{name}")
+                # longer flags (SGLang's) widen the label column
+                label_w = max(LABEL_W, max(len(n) for n in self.engine.editable) + 4)
+                for i, name in enumerate(self.engine.editable):
+                    # the first field, focused once filled, has its Input from the start
+                    editor = self._editor_for(name) if i == 0 else None
+                    row = self._rows[name] = FieldRow(f"--{name}", label_w, field=name, editor=editor,
+                                                      classes="row", id=f"r-{name}")
                     yield row
                     # below the row, mounted when first needed (_below): the help when too narrow
                     # for it beside the field (80x24), then the field's error
@@ -182,6 +177,61 @@ class EditArgsScreen(StyledOnOpening, Screen):
                     yield FormButton("Cancel", id="edit-cancel", compact=True)
                     yield FormButton("Review & apply (f8)", id="edit-apply", variant="warning", compact=True, disabled=True)
         yield KvFooter()
+
+    def _editor_for(self, name: str) -> FieldEditor:
+        spec = self.engine.arg_specs[name]
+        suggest = None
+        if spec.kind == "bool":
+            suggest = SuggestFromList(["true", "false"])
+        elif spec.kind == "choice":
+            suggest = SuggestFromList(list(spec.choices))
+        return FieldEditor(name, id=_field_id(name), suggester=suggest, select_on_focus=True, compact=True,
+                           can_focus=self.cmd is not None)
+
+    def value_of(self, name: str) -> str:
+        """The text in a field, as typed (not stripped)."""
+        return self._rows[name].text
+
+    def set_value(self, name: str, text: str) -> None:
+        """Puts `text` in a field, as typing it would (validated and diffed by the caller)."""
+        self._rows[name].set_text(text)
+
+    def edit_field(self, name: str) -> FieldEditor:
+        """Gives the focus to a field's Input, made now if it has none. Synchronous: a key
+        queued behind the one that moved goes to this field (the Input is in the DOM and
+        focused at once; its mount completes before it handles that key)."""
+        row = self._rows[name]
+        editor = row.editor
+        if editor is None:
+            editor = self._editor_for(name)
+            with self.prevent(Input.Changed):  # the row's text, not a change
+                editor.value, editor.placeholder = row.value, row.placeholder
+            editor.set_class(row.has_class("-invalid"), "-invalid")
+            row.adopt(editor)
+            row.mount(editor)
+        assert isinstance(editor, FieldEditor)
+        if self.cmd is not None and not editor.can_focus:
+            editor.can_focus = True
+        if editor.can_focus:
+            self.set_focus(editor)
+        return editor
+
+    def move_field(self, editor: FieldEditor, step: int) -> None:
+        """Tab, Enter and the arrows in a field: the next or previous field, and past the last
+        (or before the first) whatever follows (or precedes) the fields."""
+        names = list(self.engine.editable)
+        i = names.index(editor.field) + step
+        if 0 <= i < len(names):
+            self.edit_field(names[i])
+        elif step > 0:
+            self.focus_next()
+        else:
+            self.focus_previous()
+
+    @on(FieldRow.Picked)
+    def _picked(self, event: FieldRow.Picked) -> None:
+        if self.cmd is not None:
+            self.edit_field(event.row.field)
 
     def _note_below(self, name: str) -> Static:
         line = self._below("nb", name)
@@ -206,14 +256,16 @@ class EditArgsScreen(StyledOnOpening, Screen):
             self._set_fields_disabled(True)
 
     def _set_fields_disabled(self, disabled: bool) -> None:
-        """The fields are built enabled but out of reach (not focusable) until the Deployment is
-        read: enabling nine disabled Inputs restyled each (~1 ms apiece) on every opening, where
-        the read is usually done before the first frame. Disabled (dimmed) only while it is not."""
+        """The fields are built enabled but out of reach (the first field's Input not focusable,
+        the rows not yet clickable) until the Deployment is read: enabling nine disabled rows
+        restyles each on every opening, where the read is usually done before the first frame.
+        Disabled (dimmed) only while it is not."""
         for name in self.engine.editable:
-            box = self._boxes[name]
-            box.can_focus = not disabled
-            if box.disabled != disabled:
-                box.disabled = disabled
+            row = self._rows[name]
+            if row.disabled != disabled:
+                row.disabled = disabled
+            if row.editor is not None:
+                row.editor.can_focus = not disabled
 
     def on_resize(self) -> None:
         fields = self.query_one("#edit-fields")
@@ -309,12 +361,10 @@ class EditArgsScreen(StyledOnOpening, Screen):
                 given = self.cmd.values.get(name)
                 val = given if given is not None and not given.is_default else None  # written in the spec
                 written = val is not None
-                box = self._boxes[name]
                 self.initial[name] = val.display() if val is not None else ""
-                box.value = self.initial[name]
                 default = A.eff_before(self.cmd, name, self.observed) if not written else None
                 shown = A.format_value(default) if default is not None else ("(model)" if name in ("max-model-len", "context-length") else "none")
-                box.placeholder = "" if written else "default " + shown
+                self._rows[name].set_text(self.initial[name], "" if written else "default " + shown)
                 if val is not None:
                     note = "env $" + val.env_var if val.env_var else "set in the " + ("script" if self.cmd.form == "shell" else "args")
                 elif self.observed.get(name) is not None:
@@ -325,13 +375,12 @@ class EditArgsScreen(StyledOnOpening, Screen):
                 if self.has_class("-narrow"):
                     self._note_below(name).update(Text(clean(note)))
             self._set_fields_disabled(False)
-            self._boxes[self.engine.editable[0]].focus()
+            self.edit_field(self.engine.editable[0])
             done = []
             for flag, value in self.suggest.items():  # typed in like a preset: validated and diffed, not applied
                 if flag in self.engine.editable:
-                    box = self._boxes[flag]
-                    if box.value.strip() != value:
-                        box.value = value
+                    if self.value_of(flag).strip() != value:
+                        self.set_value(flag, value)
                         done.append(f"{flag}={value}")
         self._revalidate()
         if done:
@@ -342,9 +391,9 @@ class EditArgsScreen(StyledOnOpening, Screen):
     def raw_changes(self) -> dict[str, str]:
         out = {}
         for name in self.engine.editable:
-            box = self._boxes[name]
-            if box.value.strip() != self.initial.get(name, ""):
-                out[name] = box.value.strip()
+            text = self.value_of(name).strip()
+            if text != self.initial.get(name, ""):
+                out[name] = text
         return out
 
     def _revalidate(self) -> None:
@@ -375,7 +424,10 @@ class EditArgsScreen(StyledOnOpening, Screen):
             if err is not None:
                 err.update(Text(clean(msg)) if msg else "")
                 err.display = bool(msg)
-            self._boxes[name].set_class(bool(msg), "-invalid")
+            row = self._rows[name]
+            row.set_class(bool(msg), "-invalid")
+            if row.editor is not None:
+                row.editor.set_class(bool(msg), "-invalid")
         if errors.get("_"):
             notes.insert(0, notes_text("cannot rewrite the container", [errors["_"]], "bold red", "x "))
         warnings = list(self.cmd.warnings) + list(v.warnings)
@@ -398,7 +450,8 @@ class EditArgsScreen(StyledOnOpening, Screen):
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        self.focus_next()
+        if isinstance(event.input, FieldEditor):
+            self.move_field(event.input, 1)
 
     # -- presets ------------------------------------------------------------------------------
     def action_preset(self, key: str) -> None:
@@ -415,7 +468,7 @@ class EditArgsScreen(StyledOnOpening, Screen):
             self.app.notify(clean(str(e)), title="preset", severity="error", timeout=5, markup=False)
             return
         for name, val in values.items():
-            self._boxes[name].value = A.format_value(val)
+            self.set_value(name, A.format_value(val))
         self._revalidate()
 
     def _preset_refusal(self, key: str) -> str | None:
@@ -440,7 +493,7 @@ class EditArgsScreen(StyledOnOpening, Screen):
 
     def action_reset(self) -> None:
         for name in self.engine.editable:
-            self._boxes[name].value = self.initial.get(name, "")
+            self.set_value(name, self.initial.get(name, ""))
         self._revalidate()
 
     def action_cancel(self) -> None:

@@ -6,7 +6,7 @@ move land in the field moved to."""
 from __future__ import annotations
 
 from textual import events
-from textual.widgets import Input
+from textual.widgets import Button, Input
 
 from tests.ui.conftest import prime
 from tests.ui.test_screen_open import _app_with_cluster, _until
@@ -110,3 +110,23 @@ async def test_a_row_draws_its_value_as_the_input_draws_it_unfocused():
         await pilot.pause()
         assert not form.query("#f-max-model-len")
         assert _cell(form, "max-model-len") == _cell(form, "max-num-seqs")
+
+
+async def test_a_field_moved_to_below_the_fold_is_scrolled_into_view():
+    app = _app_with_cluster()
+    async with app.run_test(size=(80, 24)) as pilot:  # narrow: the help under each field, the fields scroll
+        form = await _open(pilot, app)
+        fields = form.query_one("#edit-fields")
+        last = form.engine.editable[-1]
+        row = form.query_one(f"#r-{last}")
+        assert not fields.region.contains_region(row.region), "the last field should start below the fold"
+        _keys_at_once(app, *["down"] * (len(form.engine.editable) - 1))
+        await _until(pilot, lambda: isinstance(form.focused, Input) and form.focused.id == f"f-{last}")
+        await _until(pilot, lambda: fields.region.contains_region(row.region))
+        text = "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert f"--{last}" in text, text
+        # past the last field: the presets under the fields, in view
+        _keys_at_once(app, "tab")
+        await _until(pilot, lambda: isinstance(form.focused, Button) and (form.focused.id or "").startswith("preset-"))
+        button = form.focused
+        await _until(pilot, lambda: fields.region.contains_region(button.region))

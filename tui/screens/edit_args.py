@@ -166,7 +166,8 @@ class EditArgsScreen(StyledOnOpening, Screen):
                     yield row
                     # below the row, mounted when first needed (_below): the help when too narrow
                     # for it beside the field (80x24), then the field's error
-                with Grid(id="edit-presets", classes="-undrawn"):
+                # drawn (not -undrawn): inside the scroll, focus order and scrolling to a preset read its place
+                with Grid(id="edit-presets"):
                     for p, _, key, preset_label in self._presets():
                         yield FormButton(f"{key} {preset_label}", id=f"preset-{p.replace('.', '_')}", compact=True)
             with Vertical(id="edit-side", classes="-undrawn"):
@@ -214,6 +215,8 @@ class EditArgsScreen(StyledOnOpening, Screen):
             editor.can_focus = True
         if editor.can_focus:
             self.set_focus(editor)
+            # a new Input has no place on screen yet to scroll to (set_focus scrolls to it): its row has
+            row.scroll_visible(animate=False)
         return editor
 
     def move_field(self, editor: FieldEditor, step: int) -> None:

@@ -25,16 +25,16 @@ _LABEL = Style(bold=False)  # the label as it was: a segment of its own
 
 
 class FieldEditor(FormInput):
-    """A row's Input. Tab / shift+tab, Enter and the up / down arrows move to the next or the
-    previous field (the form gives that field its editor first: the focus chain knows only the
-    editors made so far)."""
+    """A row's Input. Enter and the up / down arrows (and Tab / shift+tab, which the form binds
+    for every widget in it) move to the next or the previous field: the form gives that field
+    its editor first (the focus chain knows only the editors made so far)."""
 
     # priority: the app runs these as it reads the key, before it hands the keys behind it to
     # the focused widget; a widget's own binding runs later, when that widget's queue reaches
-    # it, and the keys typed behind a Tab were already queued for the field it left
+    # it, and the keys typed behind it were already queued for the field it left
     BINDINGS = [
-        Binding("tab,down,enter", "move(1)", "Next field", show=False, priority=True),
-        Binding("shift+tab,up", "move(-1)", "Previous field", show=False, priority=True),
+        Binding("down,enter", "move(1)", "Next field", show=False, priority=True),
+        Binding("up", "move(-1)", "Previous field", show=False, priority=True),
     ]
 
     def __init__(self, field: str, **kwargs) -> None:

@@ -130,3 +130,18 @@ async def test_a_field_moved_to_below_the_fold_is_scrolled_into_view():
         await _until(pilot, lambda: isinstance(form.focused, Button) and (form.focused.id or "").startswith("preset-"))
         button = form.focused
         await _until(pilot, lambda: fields.region.contains_region(button.region))
+
+
+async def test_keys_typed_right_after_shift_tab_from_a_preset_move_from_the_field_it_reached():
+    app = _app_with_cluster()
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await _open(pilot, app)
+        names = list(form.engine.editable)
+        _keys_at_once(app, *["down"] * (len(names) - 1), "tab")  # the last field, then the first preset
+        await _until(pilot, lambda: isinstance(form.focused, Button))
+        _keys_at_once(app, "shift+tab", "up", "up", "7")  # back to the last field, up two, typing
+        await _until(pilot, lambda: form.value_of(names[-3]) == "7")
+        assert form.focused is form.query_one(f"#f-{names[-3]}", Input)
+        fields = form.query_one("#edit-fields")
+        row = form.query_one(f"#r-{names[-3]}")
+        await _until(pilot, lambda: fields.region.contains_region(row.region))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from rich.text import Text
 from textual import on, work
+from textual.binding import Binding
 from textual.app import ComposeResult
 from textual.containers import Grid, Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
@@ -48,7 +49,11 @@ def _field_id(name: str) -> str:
 
 class EditArgsScreen(StyledOnOpening, Screen):
     app: KvwatchApp  # the running app, typed (textual types it App[Any])
-    BINDINGS = bindings("editargs")  # tui/actions.py: cancel, review, reset, presets
+    # tui/actions.py: cancel, review, reset, presets; then Tab as Textual binds it, but run as
+    # the app reads the key (priority): keys typed right behind it go where it moved the focus
+    BINDINGS = [*bindings("editargs"),
+                Binding("tab", "move_focus(1)", "Next", show=False, priority=True),
+                Binding("shift+tab", "move_focus(-1)", "Previous", show=False, priority=True)]
     # Focus goes to the first field once the Deployment is read (_fill). Textual's auto-focus
     # would first give it to the fields' scroll container, and each move of focus into or out
     # of a container restyles everything inside it: ~60 widgets, twice, and a full repaint.
@@ -226,6 +231,14 @@ class EditArgsScreen(StyledOnOpening, Screen):
         i = names.index(editor.field) + step
         if 0 <= i < len(names):
             self.edit_field(names[i])
+        elif step > 0:
+            self.focus_next()
+        else:
+            self.focus_previous()
+
+    def action_move_focus(self, step: int) -> None:
+        if isinstance(self.focused, FieldEditor):  # the fields' own order (fields without an Input yet)
+            self.move_field(self.focused, step)
         elif step > 0:
             self.focus_next()
         else:

@@ -16,7 +16,8 @@ the diagnosis body of the view asked for, the help table, the edit form's fields
 Deployment (or the reason it cannot be), and the footer's keys on every screen that has one.
 A placeholder ("reading...", an empty footer) does not count. After each open, once it has
 settled, the screen's text is checked for what the open was to show (the replica's name, the
-footer's "Help"), so a predicate that lied would stop the run. The time is wall-clock (what
+footer's "Help"; on the edit form a value and a default read from the Deployment), so a
+predicate that lied would stop the run. The time is wall-clock (what
 the user waits) and the process's CPU time over the same span (what the open costs, less
 dependent on what else the machine runs). "gc max (n)": the longest garbage collection inside
 one open (from the key to that frame), and how many opens had one over 20 ms: the command
@@ -199,7 +200,7 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
         for _ in range(reps if only in "edit form (e)" else 0):
             async def push() -> None:
                 await app.push_screen(EditArgsScreen(cluster, fleet.namespace, "llama-8b"))
-            await timed(pilot, "edit form (e)", push, form_ready, ("--max-num-seqs", "esc Cancel"))
+            await timed(pilot, "edit form (e)", push, form_ready, ("--max-num-seqs", "esc Cancel", "default 2048", "0.92"))
             app.pop_screen()
             while app.screen is not fleet_screen:
                 await pilot.pause()

@@ -13,7 +13,9 @@ times from the fleet screen and closed again.
 "Opened" is the first frame the app hands to the terminal (`App._display`) for that screen
 at a moment when its content is set: the detail's evidence and its plots (or their numbers),
 the diagnosis body of the view asked for, the help table, the edit form's fields read from the
-Deployment (or the reason it cannot be), and the footer's keys on every screen that has one.
+Deployment (or the reason it cannot be), the logs, events, describe and rollout screens' bodies
+read from the (simulated) cluster, the GPU panel's body, and the footer's keys on every screen
+that has one.
 A placeholder ("reading...", an empty footer) does not count. After each open, once it has
 settled, the screen's text is checked for what the open was to show (the replica's name, the
 footer's "Help"; on the edit form a value and a default read from the Deployment), so a
@@ -205,6 +207,42 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
             while app.screen is not fleet_screen:
                 await pilot.pause()
             await pilot.pause()
+
+        # the cluster's screens, pushed as their keys push them (tui/screens/mitigation.py), on a
+        # pod of the simulated cluster, and the GPU panel of the selected replica: ready when the
+        # body says more than "reading..."
+        from tui.screens.describe import DescribeScreen
+        from tui.screens.events import EventsScreen
+        from tui.screens.gpu import GpuScreen
+        from tui.screens.logs import LogsScreen
+        from tui.screens.rollout import RolloutScreen
+
+        pod = (await cluster.list_pods(fleet.namespace))[0].name
+
+        def body_ready(cls, sel: str):
+            return lambda s: (isinstance(s, cls) and _footer_ready(s)
+                              and bool(static(s, sel).strip()) and "reading..." not in static(s, sel))
+
+        def events_ready(s) -> bool:  # the title says how many are shown once they are read
+            return isinstance(s, EventsScreen) and _footer_ready(s) and " shown" in static(s, "#events-title")
+
+        ns = fleet.namespace
+        others = (("logs (l)", lambda: LogsScreen(cluster, ns, pod), body_ready(LogsScreen, "#logs-text"), (pod, "Help")),
+                  ("events (v)", lambda: EventsScreen(cluster, ns), events_ready, ("Help",)),
+                  ("describe (y)", lambda: DescribeScreen(cluster, ns, pod), body_ready(DescribeScreen, "#describe-text"),
+                   ("kind: Pod", "Help")),
+                  ("rollout (z)", lambda: RolloutScreen(cluster, ns, "llama-8b"), body_ready(RolloutScreen, "#rollout-text"),
+                   ("llama-8b", "Help")),
+                  ("gpu panel (u)", lambda: GpuScreen(name), body_ready(GpuScreen, "#gpu-text"), (name, "Help")))
+        for label, make, ready, expect in others:
+            for _ in range(reps if only in label else 0):
+                async def push_it(make=make) -> None:
+                    await app.push_screen(make())
+                await timed(pilot, label, push_it, ready, expect)
+                app.pop_screen()
+                while app.screen is not fleet_screen:
+                    await pilot.pause()
+                await pilot.pause()
     if profiler is not None:
         profiler.dump_stats(profile)
     return out

@@ -14,8 +14,8 @@ times from the fleet screen and closed again.
 at a moment when its content is set: the detail's evidence and its plots (or their numbers),
 the diagnosis body of the view asked for, the help table, the edit form's fields read from the
 Deployment (or the reason it cannot be), the logs, events, describe and rollout screens' bodies
-read from the (simulated) cluster, the GPU panel's body, and the footer's keys on every screen
-that has one.
+read from the (simulated) cluster, the GPU panel's body, the scale prompt's field, the
+command palette's list, and the footer's keys on every screen that has one.
 A placeholder ("reading...", an empty footer) does not count. After each open, once it has
 settled, the screen's text is checked for what the open was to show (the replica's name, the
 footer's "Help"; on the edit form a value and a default read from the Deployment), so a
@@ -243,6 +243,29 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
                 while app.screen is not fleet_screen:
                     await pilot.pause()
                 await pilot.pause()
+
+        # the scale prompt as `s` builds it (pre-filled), and the command palette (ctrl+p) with
+        # its commands listed
+        from textual.command import CommandPalette
+        from textual.widgets import OptionList
+
+        from tui.screens.prompt import PromptScreen, scale_prompt
+
+        def prompt_ready(s) -> bool:
+            return isinstance(s, PromptScreen) and bool(s.query("#prompt-input"))
+
+        def palette_ready(s) -> bool:
+            return isinstance(s, CommandPalette) and any(o.option_count for o in s.query(OptionList))
+
+        for _ in range(reps if only in "scale prompt (s)" else 0):
+            async def push_prompt() -> None:
+                await app.push_screen(scale_prompt("deployment/llama-8b", 4, 6))
+            await timed(pilot, "scale prompt (s)", push_prompt, prompt_ready, ("kvwatch suggests 6", "replicas:"))
+            await timed(pilot, "(close)", lambda: pilot.press("escape"), back, ("Help",))
+        for _ in range(reps if only in "palette (ctrl+p)" else 0):
+            await timed(pilot, "palette (ctrl+p)", lambda: pilot.press("ctrl+p"), palette_ready, ("Search for commands",))
+            await timed(pilot, "(close)", lambda: pilot.press("escape"), back, ("Help",))
+        out.pop("(close)", None)
     if profiler is not None:
         profiler.dump_stats(profile)
     return out

@@ -15,13 +15,16 @@ import asyncio
 import gc
 import time
 import weakref
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from textual import events, work
 from textual.app import App
+from textual.command import CommandPalette
 from textual.notifications import SeverityLevel
 from textual.message import Message
+from textual.widgets import OptionList
 
 from themes import DEFAULT_THEME, MONO_THEME, THEMES, VERDICT_DEFAULTS
 from tui.core.config import Config
@@ -61,6 +64,12 @@ class FleetUpdated(Message):
 GC_EVERY = 30  # refreshes between collections of the garbage made since the last (refresh_once)
 FULL_EVERY = 600  # refreshes between collections of everything, what was kept before included
 HOLD_MAX_S = 1.0  # the longest the collector is held for a screen that opens (CollectorHold)
+
+
+def _palette_listed(palette: CommandPalette) -> bool:
+    """Textual's command palette gathers its commands in a worker: its list shows a few frames
+    after its first."""
+    return any(o.option_count for o in palette.query(OptionList))
 
 
 class KvwatchApp(App):
@@ -230,6 +239,8 @@ class KvwatchApp(App):
                     and self.screen_stack \
                     and screen is self.screen_stack[-1]:
                 shown = getattr(screen, "content_shown", None)  # a screen that fills itself later
+                if shown is None and isinstance(screen, CommandPalette):
+                    shown = partial(_palette_listed, screen)
                 if shown is None or shown():
                     # at the loop's next turn: the collection due runs after this frame is out
                     asyncio.get_running_loop().call_soon(self._release_collector)

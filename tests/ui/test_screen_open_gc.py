@@ -120,3 +120,31 @@ async def test_the_collector_runs_again_when_a_screen_never_shows_its_content(ea
         await _until(pilot, gc.isenabled)
         assert form.cmd is None and form.load_error is None  # still reading: the cap released it
     assert gc.isenabled()
+
+
+async def test_no_collection_between_ctrl_p_and_the_palettes_first_frame_with_its_commands(eager_collector):
+    """Textual's command palette fills its list a few frames after its first (the commands are
+    gathered in a worker): the hold lasts until the list shows (a collection there took up to
+    150 ms beside two busy loops, bench/bench_screen_open.py)."""
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList
+
+    _fleet, app = _app_with_cluster()
+    async with app.run_test(size=(160, 45)) as pilot:
+        await prime(pilot, 3)
+        openings = Openings(app)
+        try:
+            def listed(s) -> bool:
+                return isinstance(s, CommandPalette) and any(o.option_count for o in s.query(OptionList))
+
+            for _ in range(3):
+                openings.start(listed)
+                await pilot.press("ctrl+p")
+                await _until(pilot, lambda: openings.opened)
+                assert openings.collections == 0, openings.collections
+                await _until(pilot, gc.isenabled)
+                await pilot.press("escape")
+                await _until(pilot, lambda: isinstance(app.screen, FleetScreen))
+        finally:
+            openings.close()
+    assert gc.isenabled()

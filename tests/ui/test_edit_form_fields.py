@@ -9,8 +9,9 @@ from textual import events
 from textual.widgets import Button, Input
 
 from tests.ui.conftest import prime
-from tests.ui.test_screen_open import _app_with_cluster, _until
+from tests.ui.test_screen_open import _app_with_cluster, _until, row_cells
 from tui.screens.edit_args import EditArgsScreen
+from widgets.field_row import INPUT_W, FieldRow
 
 
 async def _open(pilot, app) -> EditArgsScreen:
@@ -24,11 +25,8 @@ async def _open(pilot, app) -> EditArgsScreen:
 
 def _cell(form: EditArgsScreen, name: str) -> list[tuple[str, str]]:
     """The value cell of a field's row as the terminal gets it: (character, style) per cell."""
-    row = form.query_one(f"#r-{name}")
-    x0 = row.region.x + row.label_w
-    strip = form.app.screen._compositor.render_strips()[row.region.y]
-    cell = strip.crop(x0, x0 + 16)
-    return [(ch, str(s.style.clear_meta_and_links() if s.style else "")) for s in cell for ch in s.text]
+    row = form.query_one(f"#r-{name}", FieldRow)
+    return row_cells(form.app, row, row.label_w, row.label_w + INPUT_W)
 
 
 async def test_the_form_opens_with_one_input_the_focused_fields():

@@ -304,11 +304,17 @@ async def test_the_edit_form_starts_a_cursor_blink_only_for_the_field_with_focus
         assert [f for f in form.query(FormInput) if f._blink_timer is not None] == [first, second]
 
 
+def row_cells(app, widget, start: int, end: int) -> list[tuple[str, str]]:
+    """Columns [start, end) of a widget's first line as the terminal gets them: (character,
+    style) per cell, the style without Textual's mouse metadata."""
+    x = widget.region.x
+    strip = app.screen._compositor.render_strips()[widget.region.y].crop(x + start, x + end)
+    return [(ch, str(seg.style.clear_meta_and_links() if seg.style else "")) for seg in strip for ch in seg.text]
+
+
 def _label_style(app, row) -> str:
-    """The style of the first cell of a row as the terminal gets it."""
-    strip = app.screen._compositor.render_strips()[row.region.y]
-    seg = next(s for s in strip.crop(row.region.x + 2, row.region.x + 3) if s.text)
-    return str(seg.style.clear_meta_and_links() if seg.style else "")
+    """The style of a row's flag, as drawn."""
+    return row_cells(app, row, 2, 3)[0][1]
 
 
 async def test_an_edit_form_still_reading_shows_its_fields_disabled_then_fills_them():

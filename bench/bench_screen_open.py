@@ -79,7 +79,8 @@ PRIME = 31  # refreshes before the first opening
 
 async def measure(replicas: int, reps: int, size: tuple[int, int],
                   only: str = "", profile: str = "", no_gc: bool = False) -> dict[str, list[tuple[float, float, float]]]:
-    from textual.widgets import Static
+    from textual.command import CommandPalette
+    from textual.widgets import OptionList, Static
 
     from tests.ui.scripted import ScriptedSource
     from tui.app import KvwatchApp
@@ -91,8 +92,14 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
     from tui.core.sim.fleet import SimFleet
     from tui.screens.detail import DetailScreen
     from widgets.fleet_table import FleetTable
+    from tui.screens.describe import DescribeScreen
     from tui.screens.edit_args import EditArgsScreen
+    from tui.screens.events import EventsScreen
+    from tui.screens.gpu import GpuScreen
     from tui.screens.help import HelpScreen
+    from tui.screens.logs import LogsScreen
+    from tui.screens.prompt import PromptScreen, scale_prompt
+    from tui.screens.rollout import RolloutScreen
     from tui.screens.triage import TriageScreen
 
     tune_gc()  # the collector as the command sets it (tui/cli.py): collections are rare there
@@ -137,6 +144,9 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
     def diag_ready(mode: str):
         return lambda s: (isinstance(s, TriageScreen) and s.mode == mode and bool(static(s, "#diag-body").strip())
                           and s.replica in static(s, "#diag-head") and _footer_ready(s))
+
+    def palette_ready(s) -> bool:  # Textual fills its list from a worker, after its first frame
+        return isinstance(s, CommandPalette) and any(o.option_count for o in s.query(OptionList))
 
     def help_ready(s) -> bool:
         return isinstance(s, HelpScreen) and bool(s.query("#help-table")) and \
@@ -187,7 +197,8 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
                  ("triage (t)", "t", diag_ready("triage"), (name, "Help")),
                  ("runbook (g)", "g", diag_ready("runbook"), (name, "Help")),
                  ("capacity (c)", "c", diag_ready("capacity"), (name, "Help")),
-                 ("help (?)", "question_mark", help_ready, ("kvwatch keys",)))
+                 ("help (?)", "question_mark", help_ready, ("kvwatch keys",)),
+                 ("palette (ctrl+p)", "ctrl+p", palette_ready, ("Search for commands",)))
         for label, key, ready, expect in keyed:
             for _ in range(reps if only in label else 0):
                 await timed(pilot, label, lambda key=key: pilot.press(key), ready, expect)
@@ -199,73 +210,42 @@ async def measure(replicas: int, reps: int, size: tuple[int, int],
             return isinstance(s, EditArgsScreen) and (s.cmd is not None or s.load_error is not None) \
                 and _footer_ready(s)
 
-        for _ in range(reps if only in "edit form (e)" else 0):
-            async def push() -> None:
-                await app.push_screen(EditArgsScreen(cluster, fleet.namespace, "llama-8b"))
-            await timed(pilot, "edit form (e)", push, form_ready, ("--max-num-seqs", "esc Cancel", "default 2048", "0.92"))
-            app.pop_screen()
-            while app.screen is not fleet_screen:
-                await pilot.pause()
-            await pilot.pause()
-
-        # the cluster's screens, pushed as their keys push them (tui/screens/mitigation.py), on a
-        # pod of the simulated cluster, and the GPU panel of the selected replica: ready when the
-        # body says more than "reading..."
-        from tui.screens.describe import DescribeScreen
-        from tui.screens.events import EventsScreen
-        from tui.screens.gpu import GpuScreen
-        from tui.screens.logs import LogsScreen
-        from tui.screens.rollout import RolloutScreen
-
         pod = (await cluster.list_pods(fleet.namespace))[0].name
 
-        def body_ready(cls, sel: str):
+        def body_ready(cls, sel: str):  # the body says more than "reading..."
             return lambda s: (isinstance(s, cls) and _footer_ready(s)
                               and bool(static(s, sel).strip()) and "reading..." not in static(s, sel))
 
         def events_ready(s) -> bool:  # the title says how many are shown once they are read
             return isinstance(s, EventsScreen) and _footer_ready(s) and " shown" in static(s, "#events-title")
 
+        def prompt_ready(s) -> bool:
+            return isinstance(s, PromptScreen) and bool(s.query("#prompt-input"))
+
+        # screens pushed as their keys push them (tui/screens/mitigation.py): the edit form of the
+        # simulated cluster's Deployment, the cluster's screens on one of its pods, the GPU panel
+        # of the selected replica, the scale prompt as `s` builds it (pre-filled)
         ns = fleet.namespace
-        others = (("logs (l)", lambda: LogsScreen(cluster, ns, pod), body_ready(LogsScreen, "#logs-text"), (pod, "Help")),
+        pushed = (("edit form (e)", lambda: EditArgsScreen(cluster, ns, "llama-8b"), form_ready,
+                   ("--max-num-seqs", "esc Cancel", "default 2048", "0.92")),
+                  ("logs (l)", lambda: LogsScreen(cluster, ns, pod), body_ready(LogsScreen, "#logs-text"), (pod, "Help")),
                   ("events (v)", lambda: EventsScreen(cluster, ns), events_ready, ("Help",)),
                   ("describe (y)", lambda: DescribeScreen(cluster, ns, pod), body_ready(DescribeScreen, "#describe-text"),
                    ("kind: Pod", "Help")),
                   ("rollout (z)", lambda: RolloutScreen(cluster, ns, "llama-8b"), body_ready(RolloutScreen, "#rollout-text"),
                    ("llama-8b", "Help")),
-                  ("gpu panel (u)", lambda: GpuScreen(name), body_ready(GpuScreen, "#gpu-text"), (name, "Help")))
-        for label, make, ready, expect in others:
+                  ("gpu panel (u)", lambda: GpuScreen(name), body_ready(GpuScreen, "#gpu-text"), (name, "Help")),
+                  ("scale prompt (s)", lambda: scale_prompt("deployment/llama-8b", 4, 6), prompt_ready,
+                   ("kvwatch suggests 6", "replicas:")))
+        for label, make, ready, expect in pushed:
             for _ in range(reps if only in label else 0):
-                async def push_it(make=make) -> None:
+                async def push(make=make) -> None:
                     await app.push_screen(make())
-                await timed(pilot, label, push_it, ready, expect)
+                await timed(pilot, label, push, ready, expect)
                 app.pop_screen()
                 while app.screen is not fleet_screen:
                     await pilot.pause()
                 await pilot.pause()
-
-        # the scale prompt as `s` builds it (pre-filled), and the command palette (ctrl+p) with
-        # its commands listed
-        from textual.command import CommandPalette
-        from textual.widgets import OptionList
-
-        from tui.screens.prompt import PromptScreen, scale_prompt
-
-        def prompt_ready(s) -> bool:
-            return isinstance(s, PromptScreen) and bool(s.query("#prompt-input"))
-
-        def palette_ready(s) -> bool:
-            return isinstance(s, CommandPalette) and any(o.option_count for o in s.query(OptionList))
-
-        for _ in range(reps if only in "scale prompt (s)" else 0):
-            async def push_prompt() -> None:
-                await app.push_screen(scale_prompt("deployment/llama-8b", 4, 6))
-            await timed(pilot, "scale prompt (s)", push_prompt, prompt_ready, ("kvwatch suggests 6", "replicas:"))
-            await timed(pilot, "(close)", lambda: pilot.press("escape"), back, ("Help",))
-        for _ in range(reps if only in "palette (ctrl+p)" else 0):
-            await timed(pilot, "palette (ctrl+p)", lambda: pilot.press("ctrl+p"), palette_ready, ("Search for commands",))
-            await timed(pilot, "(close)", lambda: pilot.press("escape"), back, ("Help",))
-        out.pop("(close)", None)
     if profiler is not None:
         profiler.dump_stats(profile)
     return out
